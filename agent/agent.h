@@ -1,0 +1,73 @@
+#pragma once
+// An agent acts on one host (or, for the namespace lab, on every namespace of this machine): it
+// applies and reverts faults through the injector registry and runs workload ranks. The engine
+// talks to agents only through this interface, so a remote agent (VM lab, real hosts) is a drop-in.
+// Implementations are thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sample.h"
+#include "core/status.h"
+#include "injectors/injector.h"
+
+namespace fabric_chaos::agent {
+
+struct RankSpec {
+  int rank = 0;
+  int world = 1;
+  std::string netns;        // where the rank runs
+  std::string listen_addr;  // this rank's address; it listens on listen_addr:port
+  int port = 0;
+  std::string next_addr;  // rank (rank+1)%world
+  int next_port = 0;
+  int64_t message_bytes = 1 << 20;
+  int64_t compute_ms = 5;
+  int64_t peer_timeout_ms = 10000;
+  int64_t reconnect_budget_ms = 30000;
+  int64_t max_duration_ms = 600000;  // the rank exits by itself after this long
+};
+
+// Receives what the ranks report. Called from the agent's reader threads.
+class WorkloadListener {
+ public:
+  virtual ~WorkloadListener() = default;
+  // Samples with start_ms relative to the workload origin passed to startWorkload.
+  virtual void onSamples(const std::vector<core::Sample>& samples) = 0;
+  // kind: rank_ready, reconnect, stall, rank_error ...; t_ms relative to the origin.
+  virtual void onEvent(int rank, double t_ms, const std::string& kind,
+                       const nlohmann::json& detail) = 0;
+  virtual void onRankExit(int rank, int exit_code) = 0;
+};
+
+class WorkloadHandle {
+ public:
+  virtual ~WorkloadHandle() = default;
+  // Asks every rank to finish (SIGTERM), waits for them and their last samples; kills after
+  // grace_ms. Returns when every rank has exited and every report has been delivered.
+  virtual void stop(int grace_ms) = 0;
+  virtual int runningRanks() const = 0;
+};
+
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  virtual std::vector<injectors::KindInfo> capabilities() = 0;
+  virtual core::Status validateFault(const std::string& kind, const nlohmann::json& params) = 0;
+  virtual core::Result<nlohmann::json> captureFault(const injectors::Fault& fault) = 0;
+  virtual core::Status applyFault(const injectors::Fault& fault) = 0;
+  virtual core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) = 0;
+  virtual core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) = 0;
+
+  // Starts one process per rank. origin_ns is the steady-clock instant that sample times are
+  // made relative to.
+  virtual core::Result<std::unique_ptr<WorkloadHandle>> startWorkload(
+      const std::vector<RankSpec>& ranks, int64_t origin_ns, WorkloadListener* listener) = 0;
+};
+
+}  // namespace fabric_chaos::agent

@@ -1,0 +1,41 @@
+#pragma once
+// The single list of fault kinds. makeRegistry() is the only place injectors are constructed;
+// it probes the kernel once to choose backends (netem or nftables for packet loss). Read-only
+// after construction, so any thread may use it.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "injectors/injector.h"
+
+namespace fabric_chaos::sys {
+class LinkControl;
+class Nftables;
+class Qdiscs;
+}  // namespace fabric_chaos::sys
+
+namespace fabric_chaos::injectors {
+
+class Registry {
+ public:
+  void add(std::unique_ptr<Injector> injector);
+  Injector* find(const std::string& kind) const;  // nullptr when unknown
+  std::vector<std::string> kinds() const;         // sorted
+  std::vector<KindInfo> capabilities() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Injector>> injectors_;
+};
+
+struct SysAdapters {
+  sys::LinkControl* links = nullptr;
+  sys::Nftables* nftables = nullptr;
+  sys::Qdiscs* qdiscs = nullptr;
+};
+
+// Probes the kernel through the adapters and registers every fault family.
+std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters);
+
+}  // namespace fabric_chaos::injectors

@@ -1,0 +1,31 @@
+#pragma once
+// Link control through rtnetlink (libnl-route-3). The only code that changes link state.
+// Failures come back as Status with the NLE_* code as origin: a missing device is kNotFound, a
+// missing capability kPermissionDenied. Thread-safe: every call opens its own netlink socket.
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace fabric_chaos::sys {
+
+struct LinkInfo {
+  std::string ifname;
+  int ifindex = 0;
+  bool admin_up = false;  // IFF_UP
+  bool carrier = false;   // IFF_LOWER_UP
+  std::string operstate;  // "up", "down", "lowerlayerdown", ...
+};
+
+class LinkControl {
+ public:
+  virtual ~LinkControl() = default;
+  virtual core::Result<LinkInfo> getLink(const std::string& netns, const std::string& ifname) = 0;
+  virtual core::Status setAdminUp(const std::string& netns, const std::string& ifname,
+                                  bool up) = 0;
+};
+
+std::unique_ptr<LinkControl> makeNetlinkLinkControl();
+
+}  // namespace fabric_chaos::sys

@@ -1,0 +1,41 @@
+#pragma once
+// Starts child processes, optionally inside a network namespace, with stdout on a pipe. The only
+// code that forks. Children get SIGTERM when their owner goes away (PR_SET_PDEATHSIG) so a dead
+// controller never leaves ranks running. Thread-safe.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fabric_chaos::sys {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is the path to execute
+  std::string netns;              // "" = the caller's namespace
+  bool capture_stdout = true;     // stdout on a pipe readable through ChildProcess::stdoutFd()
+  std::string stderr_path;        // "" = inherit
+};
+
+class ChildProcess {
+ public:
+  virtual ~ChildProcess() = default;
+  virtual pid_t pid() const = 0;
+  virtual int stdoutFd() const = 0;  // -1 when not captured
+  virtual core::Status signal(int signo) = 0;
+  // Waits up to timeout_ms; returns the exit code (128+signal when killed), kTimeout if running.
+  virtual core::Result<int> wait(int timeout_ms) = 0;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  virtual core::Result<std::unique_ptr<ChildProcess>> spawn(const SpawnSpec& spec) = 0;
+};
+
+std::unique_ptr<ProcessLauncher> makeForkExecLauncher();
+
+}  // namespace fabric_chaos::sys

@@ -1,0 +1,76 @@
+#pragma once
+// Turns per-iteration samples into recovery metrics and the 0-100 resilience score defined in
+// docs/scoring.md. Pure functions over plain data: table-tested on synthetic series.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sample.h"
+#include "scenarios/model.h"
+
+namespace fabric_chaos::scenarios {
+
+// nccl-tests definitions. algbw = bytes / time; busbw = algbw * 2(n-1)/n for allreduce. GB/s.
+double algBandwidthGBps(int64_t bytes, double duration_ms);
+double busBandwidthGBps(int64_t bytes, double duration_ms, int world_size);
+
+// When a fault step was really in force (from the applied / reverted events, not the plan).
+struct FaultWindow {
+  int step = 0;
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
+struct AnalysisParams {
+  int world_size = 2;
+  double baseline_start_ms = 0;
+  double baseline_end_ms = 0;
+  double observe_end_ms = 0;  // end of the recovery window: nothing after it counts
+  double tolerance = 0.10;
+  int recovered_after = 5;
+};
+
+struct StepMetrics {
+  int step = 0;
+  double fault_start_ms = 0;
+  double fault_end_ms = 0;
+  double baseline_busbw_gbps = 0;
+  double worst_busbw_gbps = 0;
+  double retained = 1;  // time-weighted busbw during the fault / baseline, in [0, 1]
+  std::optional<double> time_to_detect_ms;   // fault start -> first iteration overdue
+  std::optional<double> time_to_recover_ms;  // fault end -> start of K good iterations
+  double longest_stall_ms = 0;  // longest span without a completed iteration
+  bool survived = true;
+  bool recovered = false;
+  double score = 100;
+};
+
+struct RunAnalysis {
+  double baseline_busbw_gbps = 0;
+  int baseline_iterations = 0;
+  std::vector<StepMetrics> steps;
+  double score = 0;  // minimum step score; 100 with no steps and a clean run
+  std::string note;  // why the analysis could not be completed, if so
+};
+
+// `samples` may hold several ranks; each rank is analysed and the worst rank's figures are kept
+// per step. `survived` is false when a rank exited with an error.
+RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
+                       const std::vector<FaultWindow>& faults, const AnalysisParams& params,
+                       bool survived);
+
+struct GateVerdict {
+  std::string gate;  // "min_score"
+  bool passed = true;
+  std::string detail;  // "score 42.0 < 60"
+};
+
+std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analysis);
+bool allPassed(const std::vector<GateVerdict>& verdicts);
+
+nlohmann::json toJson(const StepMetrics& metrics);
+nlohmann::json toJson(const RunAnalysis& analysis);
+nlohmann::json toJson(const std::vector<GateVerdict>& verdicts);
+
+}  // namespace fabric_chaos::scenarios

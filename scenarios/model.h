@@ -1,0 +1,79 @@
+#pragma once
+// Scenario format v1 (docs/scenarios.md): the in-memory model and its JSON codec.
+// Parsing never throws to the caller: every error names the offending field ("steps[1].at_ms").
+// Pure data and pure functions; safe from any thread.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace fabric_chaos::scenarios {
+
+using nlohmann::json;
+
+// Exactly one of host / link / labels is set. `side` says which end of a link a link-level fault
+// acts on: "switch" (the switch port, as a cable or switch-port failure would) or "host" (the NIC).
+struct TargetSelector {
+  std::string host;
+  std::string link;
+  std::map<std::string, std::string> labels;
+  std::string side = "switch";
+  std::string describe() const;  // "host h1", "link h1-sw0", "labels {rack=r1}"
+};
+
+struct FaultStep {
+  std::string kind;  // a registered fault kind, e.g. "link_flap", "packet_loss"
+  TargetSelector target;
+  json params = json::object();
+  int64_t at_ms = 0;        // offset from the end of the baseline window
+  int64_t duration_ms = 0;  // for link_flap derived from the pattern when omitted
+};
+
+struct WorkloadSpec {
+  std::string transport = "tcp";   // "tcp" now; "verbs" on the VM lab
+  std::vector<std::string> hosts;  // empty = every host of the fabric
+  int64_t message_bytes = 1 << 20;
+  int64_t compute_ms = 5;          // simulated compute between collectives
+  int64_t peer_timeout_ms = 10000; // a silent peer is reconnected after this long
+  int64_t reconnect_budget_ms = 30000;  // a rank gives up after reconnecting this long
+};
+
+struct Gates {
+  std::optional<double> min_score;        // 0-100
+  std::optional<double> max_recovery_ms;  // every step must recover within this
+  std::optional<double> min_retained;     // 0-1, busbw retained during each fault
+  bool require_survival = true;           // every rank must finish
+};
+
+struct Scenario {
+  int version = 1;
+  std::string name;
+  std::string description;
+  WorkloadSpec workload;
+  int64_t baseline_ms = 3000;
+  std::vector<FaultStep> steps;
+  int64_t recovery_ms = 5000;
+  double tolerance = 0.10;   // "recovered" = busbw within this fraction of baseline
+  int recovered_after = 5;   // ... for this many consecutive iterations
+  int64_t max_duration_ms = 600000;
+  Gates gates;
+
+  // Time from workload start to the last revert, plus the recovery window.
+  int64_t plannedDurationMs() const;
+};
+
+// Decodes and checks the fields that do not need a fabric or registry: types, ranges, required
+// fields, unknown fields. kInvalidArgument naming the field on failure.
+core::Result<Scenario> parseScenario(const json& doc);
+json toJson(const Scenario& scenario);
+
+// Names are used in URLs and file names: [a-z0-9][a-z0-9._-]{0,63}.
+bool isValidScenarioName(const std::string& name);
+
+}  // namespace fabric_chaos::scenarios

@@ -1,0 +1,33 @@
+#pragma once
+// What the API layer needs from the engine and the lab, as narrow interfaces so that handlers are
+// tested with fakes. Implementations are thread-safe.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "scenarios/model.h"
+#include "scenarios/topology.h"
+
+namespace fabric_chaos::scenarios {
+
+class FabricCatalog {
+ public:
+  virtual ~FabricCatalog() = default;
+  virtual std::vector<Fabric> list() = 0;
+  virtual core::Result<Fabric> get(const std::string& name) = 0;  // kNotFound
+};
+
+class RunService {
+ public:
+  virtual ~RunService() = default;
+  // Stores the run as queued and returns its id at once; the run executes in the background.
+  // The scenario must already be validated against the fabric.
+  virtual core::Result<int64_t> submit(const Scenario& scenario, const std::string& fabric) = 0;
+  // Reverts everything at once and marks the run aborted. kNotFound, kFailedPrecondition when the
+  // run has already finished.
+  virtual core::Status abort(int64_t run_id) = 0;
+};
+
+}  // namespace fabric_chaos::scenarios

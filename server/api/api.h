@@ -1,0 +1,56 @@
+#pragma once
+// The /v1 REST API as a pure function from Request to Response: no sockets, no blocking on the
+// fabric (runs are handed to the RunService). The HTTP transport (server/http) calls handle() from
+// its worker threads; handle() is thread-safe because its dependencies are.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "injectors/injector.h"
+#include "scenarios/services.h"
+#include "scenarios/validate.h"
+#include "server/store/store.h"
+
+namespace fabric_chaos::api {
+
+struct Request {
+  std::string method;  // "GET"
+  std::string target;  // "/v1/runs?state=passed"
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct ApiDeps {
+  store::Store* store = nullptr;
+  scenarios::RunService* runs = nullptr;
+  scenarios::FabricCatalog* fabrics = nullptr;
+  std::function<std::vector<injectors::KindInfo>()> capabilities;
+  std::function<scenarios::KindCatalog()> kinds;
+  std::string version;
+  std::string default_fabric = "netns-lab";
+};
+
+class Api {
+ public:
+  explicit Api(ApiDeps deps);
+  Response handle(const Request& request);
+
+ private:
+  ApiDeps deps_;
+};
+
+// {"error": {"code": "NOT_FOUND", "message": "..."}} with the HTTP status for the code.
+Response errorResponse(const core::Status& status);
+int httpStatusFor(core::StatusCode code);
+
+}  // namespace fabric_chaos::api
