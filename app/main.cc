@@ -1,8 +1,47 @@
-#include <cstdio>
+// fabric-chaos: one binary, several roles. See --help.
 
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "app/cli.h"
 #include "app/version.h"
 
-int main(int, char**) {
-  std::printf("fabric-chaos %s\n", FABRIC_CHAOS_VERSION);
-  return 0;
+namespace {
+
+constexpr const char* kUsage = R"(fabric-chaos )" FABRIC_CHAOS_VERSION R"( - chaos testing for AI-training networks
+
+Usage: fabric-chaos <command> [options]
+
+Commands:
+  serve      REST API, scheduler, SQLite store and dashboard, with an embedded local agent
+  lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
+  workload   run one rank of the ring-allreduce probe (started by agents)
+  --version  print the version
+  --help     this text
+
+Run `fabric-chaos <command> --help` for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::printf("fabric-chaos %s\n", FABRIC_CHAOS_VERSION);
+    return 0;
+  }
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "serve") return fabric_chaos::app::serveMain(argc - 2, argv + 2);
+  if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
+  if (command == "workload") return fabric_chaos::app::workloadMain(argc - 2, argv + 2);
+  std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+  return 2;
 }

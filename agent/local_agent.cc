@@ -1,0 +1,243 @@
+#include "agent/local_agent.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.h"
+#include "workload/report.h"
+
+namespace fabric_chaos::agent {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+
+double toRunMs(int64_t t_ns, int64_t origin_ns) {
+  return static_cast<double>(t_ns - origin_ns) / 1e6;
+}
+
+// One rank process and the thread that reads its reports.
+struct RankProcess {
+  int rank = 0;
+  std::unique_ptr<sys::ChildProcess> child;
+  std::thread reader;
+  std::atomic<bool> exited{false};
+};
+
+class LocalWorkload : public WorkloadHandle {
+ public:
+  LocalWorkload(int64_t origin_ns, WorkloadListener* listener)
+      : origin_ns_(origin_ns), listener_(listener) {}
+  ~LocalWorkload() override { stop(0); }
+
+  void add(int rank, std::unique_ptr<sys::ChildProcess> child) {
+    auto process = std::make_unique<RankProcess>();
+    process->rank = rank;
+    process->child = std::move(child);
+    RankProcess* raw = process.get();
+    processes_.push_back(std::move(process));
+    raw->reader = std::thread([this, raw] { readLoop(*raw); });
+  }
+
+  void stop(int grace_ms) override {
+    std::lock_guard lock(stop_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& p : processes_) {
+      if (!p->exited) (void)p->child->signal(SIGTERM);
+    }
+    const int64_t deadline = core::steadyNowNs() + int64_t{grace_ms} * 1000000;
+    for (auto& p : processes_) {
+      while (!p->exited && core::steadyNowNs() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (!p->exited) (void)p->child->signal(SIGKILL);
+    }
+    for (auto& p : processes_) {
+      if (p->reader.joinable()) p->reader.join();
+    }
+  }
+
+  int runningRanks() const override {
+    int running = 0;
+    for (const auto& p : processes_) running += p->exited ? 0 : 1;
+    return running;
+  }
+
+ private:
+  void readLoop(RankProcess& p) {
+    const int fd = p.child->stdoutFd();
+    std::string pending;
+    char buffer[65536];
+    while (fd >= 0) {
+      ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buffer, static_cast<size_t>(n));
+      size_t start = 0;
+      for (size_t nl = pending.find('\n'); nl != std::string::npos;
+           nl = pending.find('\n', start)) {
+        deliverReportLine(pending.substr(start, nl - start), p.rank, origin_ns_, *listener_);
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+    }
+    // stdout closed: the rank has exited or is about to; reap it.
+    auto code = p.child->wait(5000);
+    if (!code.isOk()) {
+      (void)p.child->signal(SIGKILL);
+      code = p.child->wait(5000);
+    }
+    p.exited = true;
+    listener_->onRankExit(p.rank, code.isOk() ? code.value() : -1);
+  }
+
+  int64_t origin_ns_;
+  WorkloadListener* listener_;
+  std::vector<std::unique_ptr<RankProcess>> processes_;
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+bool deliverReportLine(const std::string& line, int rank, int64_t origin_ns,
+                       WorkloadListener& listener) {
+  if (line.empty()) return true;
+  auto decoded = workload::decodeReportLine(line);
+  if (!decoded.isOk()) {
+    listener.onEvent(rank, toRunMs(core::steadyNowNs(), origin_ns), "bad_report",
+                     {{"line", line.substr(0, 200)}, {"error", decoded.status().message()}});
+    return false;
+  }
+  const auto& report = decoded.value();
+  using Type = workload::ReportLine::Type;
+  switch (report.type) {
+    case Type::kSamples: {
+      std::vector<core::Sample> samples;
+      samples.reserve(report.samples.size());
+      for (const auto& raw : report.samples) {
+        samples.push_back({rank, raw.iteration, toRunMs(raw.start_ns, origin_ns),
+                           static_cast<double>(raw.duration_ns) / 1e6, raw.bytes});
+      }
+      listener.onSamples(samples);
+      break;
+    }
+    case Type::kReady:
+      listener.onEvent(rank, toRunMs(report.t_ns, origin_ns), "rank_ready", report.detail);
+      break;
+    case Type::kEvent:
+      listener.onEvent(rank, toRunMs(report.t_ns, origin_ns), report.kind, report.detail);
+      break;
+    case Type::kDone:
+      listener.onEvent(rank, toRunMs(report.t_ns, origin_ns), "rank_done",
+                       {{"iterations", report.iterations}});
+      break;
+  }
+  return true;
+}
+
+LocalAgent::LocalAgent(injectors::Registry& registry, sys::ProcessLauncher& launcher,
+                       LocalAgentOptions options)
+    : registry_(registry), launcher_(launcher), options_(std::move(options)) {}
+
+std::vector<injectors::KindInfo> LocalAgent::capabilities() { return registry_.capabilities(); }
+
+core::Result<injectors::Injector*> LocalAgent::find(const std::string& kind) {
+  injectors::Injector* injector = registry_.find(kind);
+  if (injector == nullptr) {
+    std::string valid;
+    for (const auto& k : registry_.kinds()) valid += (valid.empty() ? "" : ", ") + k;
+    return Status(StatusCode::kInvalidArgument,
+                  "unknown fault kind \"" + kind + "\"; valid kinds: " + valid);
+  }
+  if (!injector->info().available) {
+    return Status(StatusCode::kNotSupported,
+                  "fault kind " + kind + " is not available here: " + injector->info().reason);
+  }
+  return injector;
+}
+
+Status LocalAgent::validateFault(const std::string& kind, const nlohmann::json& params) {
+  injectors::Injector* injector = registry_.find(kind);
+  if (injector == nullptr) return find(kind).status();
+  return injector->validate(params);
+}
+
+core::Result<nlohmann::json> LocalAgent::captureFault(const injectors::Fault& fault) {
+  auto injector = find(fault.kind);
+  if (!injector.isOk()) return injector.status();
+  return (*injector)->capture(fault);
+}
+
+Status LocalAgent::applyFault(const injectors::Fault& fault) {
+  auto injector = find(fault.kind);
+  if (!injector.isOk()) return injector.status();
+  return (*injector)->apply(fault);
+}
+
+Status LocalAgent::revertFault(const injectors::Fault& fault, const nlohmann::json& prior) {
+  // Reverting must work even for a kind that became unavailable: look it up without the check.
+  injectors::Injector* injector = registry_.find(fault.kind);
+  if (injector == nullptr) return find(fault.kind).status();
+  return injector->revert(fault, prior);
+}
+
+core::Result<nlohmann::json> LocalAgent::observeFault(const injectors::Fault& fault) {
+  injectors::Injector* injector = registry_.find(fault.kind);
+  if (injector == nullptr) return find(fault.kind).status();
+  return injector->observe(fault);
+}
+
+std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const RankSpec& spec) {
+  return {self_exe,
+          "workload",
+          "--rank",
+          std::to_string(spec.rank),
+          "--world",
+          std::to_string(spec.world),
+          "--listen",
+          spec.listen_addr + ":" + std::to_string(spec.port),
+          "--next",
+          spec.next_addr + ":" + std::to_string(spec.next_port),
+          "--bytes",
+          std::to_string(spec.message_bytes),
+          "--compute-ms",
+          std::to_string(spec.compute_ms),
+          "--peer-timeout-ms",
+          std::to_string(spec.peer_timeout_ms),
+          "--reconnect-budget-ms",
+          std::to_string(spec.reconnect_budget_ms),
+          "--duration-s",
+          std::to_string((spec.max_duration_ms + 999) / 1000)};
+}
+
+core::Result<std::unique_ptr<WorkloadHandle>> LocalAgent::startWorkload(
+    const std::vector<RankSpec>& ranks, int64_t origin_ns, WorkloadListener* listener) {
+  auto workload = std::make_unique<LocalWorkload>(origin_ns, listener);
+  for (const auto& spec : ranks) {
+    sys::SpawnSpec spawn;
+    spawn.argv = rankArgv(options_.self_exe, spec);
+    spawn.netns = spec.netns;
+    spawn.capture_stdout = true;
+    if (!options_.log_dir.empty()) {
+      spawn.stderr_path = options_.log_dir + "/rank-" + std::to_string(spec.rank) + ".log";
+    }
+    auto child = launcher_.spawn(spawn);
+    if (!child.isOk()) {
+      workload->stop(1000);  // the ranks already started must not linger
+      return child.status().withContext("starting workload rank " + std::to_string(spec.rank) +
+                                        " in " + (spec.netns.empty() ? "this host" : spec.netns));
+    }
+    workload->add(spec.rank, std::move(child.value()));
+  }
+  return std::unique_ptr<WorkloadHandle>(std::move(workload));
+}
+
+}  // namespace fabric_chaos::agent

@@ -1,0 +1,330 @@
+// `fabric-chaos serve`: wires store, injectors, local agent, engine, API and HTTP transport,
+// optionally brings up the namespace lab and runs one scenario with a progress display.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "agent/local_agent.h"
+#include "app/builtin_scenarios.h"
+#include "app/cli.h"
+#include "app/version.h"
+#include "core/log.h"
+#include "core/steady_clock.h"
+#include "injectors/registry.h"
+#include "injectors/sys/command.h"
+#include "injectors/sys/links.h"
+#include "injectors/sys/nftables.h"
+#include "injectors/sys/process.h"
+#include "injectors/sys/qdisc.h"
+#include "lab/fabric_catalog.h"
+#include "lab/netns_lab.h"
+#include "scenarios/engine/engine.h"
+#include "server/api/api.h"
+#include "server/http/server.h"
+#include "server/store/store.h"
+
+namespace fabric_chaos::app {
+namespace {
+
+constexpr const char* kServeUsage = R"(Usage: fabric-chaos serve [options]
+
+Options:
+  --listen ADDR:PORT   where the REST API and dashboard listen (default 127.0.0.1:8080)
+  --db PATH            SQLite database (default /var/lib/fabric-chaos/fabric-chaos.db)
+  --state-dir DIR      runtime state: lab fabrics, rank logs (default /run/fabric-chaos)
+  --web-root DIR       dashboard files (default: the web/ folder of the source tree)
+  --with-lab N         bring up an N-host namespace lab first; Ctrl-C removes it again
+  --demo SCENARIO      run SCENARIO once with a progress display, print its score, keep serving
+  --exit-after-demo    stop after the demo run (exit 0 if its gates passed, 1 if not)
+)";
+
+const std::vector<std::string> kServeFlags{"listen",    "db",   "state-dir",       "web-root",
+                                           "with-lab",  "demo", "exit-after-demo", "help"};
+
+bool isFinalState(const std::string& state) {
+  return state == "passed" || state == "failed" || state == "aborted" ||
+         state == "interrupted" || state == "error";
+}
+
+// Waits up to timeout_ms for SIGINT/SIGTERM (blocked in every thread); true when one arrived.
+bool waitForSignal(int timeout_ms) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  return sigtimedwait(&set, nullptr, timeout_ms < 0 ? nullptr : &ts) > 0;
+}
+
+std::string fmt(double value, int precision) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value;
+  return out.str();
+}
+
+std::string msText(const nlohmann::json& value) {
+  if (value.is_null()) return "n/a";
+  return fmt(value.get<double>(), 0) + " ms";
+}
+
+void printRunSummary(store::Store& store, int64_t run_id, const std::string& base_url,
+                     const std::string& db_path) {
+  auto run = store.getRun(run_id);
+  if (!run.isOk()) {
+    std::cout << "run " << run_id << ": " << run.status().message() << "\n";
+    return;
+  }
+  std::cout << "\nrun " << run_id << " (" << run->scenario_name << " on " << run->fabric
+            << "): " << run->state;
+  if (run->score) std::cout << ", resilience score " << fmt(*run->score, 1) << "/100";
+  std::cout << "\n";
+  if (!run->error.empty()) std::cout << "  error: " << run->error << "\n";
+  const auto& analysis = run->result.value("analysis", nlohmann::json::object());
+  if (analysis.contains("baseline_busbw_gbps")) {
+    std::cout << "  baseline busbw " << fmt(analysis["baseline_busbw_gbps"].get<double>(), 3)
+              << " GB/s over " << analysis.value("baseline_iterations", 0) << " iterations\n";
+  }
+  for (const auto& step : analysis.value("steps", nlohmann::json::array())) {
+    std::cout << "  step " << step.value("step", 0) << ": detect "
+              << msText(step.value("time_to_detect_ms", nlohmann::json())) << ", recover "
+              << msText(step.value("time_to_recover_ms", nlohmann::json())) << ", retained "
+              << fmt(100 * step.value("retained", 0.0), 0) << "%, worst busbw "
+              << fmt(step.value("worst_busbw_gbps", 0.0), 3) << " GB/s, longest stall "
+              << fmt(step.value("longest_stall_ms", 0.0), 0) << " ms, step score "
+              << fmt(step.value("score", 0.0), 1) << "\n";
+  }
+  for (const auto& gate : run->result.value("gates", nlohmann::json::array())) {
+    std::cout << "  gate " << gate.value("gate", "") << ": "
+              << (gate.value("passed", false) ? "passed" : "FAILED") << " ("
+              << gate.value("detail", "") << ")\n";
+  }
+  if (run->attributes.contains("loss_backend")) {
+    std::cout << "  packet loss backend: " << run->attributes["loss_backend"].get<std::string>()
+              << "\n";
+  }
+  std::cout << "Where to look:\n"
+            << "  run        " << base_url << "/v1/runs/" << run_id << "\n"
+            << "  samples    " << base_url << "/v1/runs/" << run_id << "/samples\n"
+            << "  events     " << base_url << "/v1/runs/" << run_id << "/events\n"
+            << "  dashboard  " << base_url << "/\n"
+            << "  database   " << db_path << "\n";
+}
+
+// Follows a run until it ends: one rewritten line on a terminal, plain lines otherwise.
+// Returns false when interrupted by a signal.
+bool followRun(scenarios::Engine& engine, store::Store& store, int64_t run_id) {
+  const bool tty = isatty(STDOUT_FILENO);
+  std::string last_state;
+  int64_t last_plain_print_ms = 0;
+  for (;;) {
+    if (waitForSignal(200)) return false;
+    auto run = store.getRun(run_id);
+    if (!run.isOk()) return true;
+    if (isFinalState(run->state)) {
+      if (tty) std::cout << "\n";
+      return true;
+    }
+    auto live = engine.live(run_id);
+    std::string state = live ? live->state : run->state;
+    std::ostringstream line;
+    line << "[run " << run_id << "] " << std::left << std::setw(10) << state;
+    if (live) {
+      line << " " << std::right << std::setw(6) << fmt(live->elapsed_ms / 1000, 1) << " s"
+           << "  busbw " << fmt(live->last_busbw_gbps, 3) << " GB/s"
+           << "  ranks ready " << live->ready_ranks << "  faults active " << live->active_faults
+           << "  samples " << live->samples;
+    }
+    const int64_t now_ms = core::wallNowMs();
+    if (tty) {
+      std::cout << "\r\033[K" << line.str() << std::flush;
+    } else if (state != last_state || now_ms - last_plain_print_ms >= 2000) {
+      std::cout << line.str() << std::endl;
+      last_plain_print_ms = now_ms;
+    }
+    last_state = state;
+  }
+}
+
+}  // namespace
+
+int serveMain(int argc, char** argv) {
+  Flags flags = parseFlags(argc, argv, {"help", "exit-after-demo"});
+  if (flags.has("help")) {
+    std::cout << kServeUsage;
+    return 0;
+  }
+  if (!flags.error.empty() || !flags.unknown(kServeFlags).empty() || !flags.positional.empty()) {
+    std::string problem = !flags.error.empty() ? flags.error
+                          : !flags.unknown(kServeFlags).empty()
+                              ? "unknown option --" + flags.unknown(kServeFlags)
+                              : "unexpected argument " + flags.positional[0];
+    std::cerr << "fabric-chaos serve: " << problem << "\n\n" << kServeUsage;
+    return 2;
+  }
+  const std::string listen = flags.getOr("listen", "127.0.0.1:8080");
+  const std::string db_path = flags.getOr("db", "/var/lib/fabric-chaos/fabric-chaos.db");
+  const std::string state_dir = flags.getOr("state-dir", "/run/fabric-chaos");
+  const std::string web_root = flags.getOr("web-root", FC_DEFAULT_WEB_ROOT);
+  http::ServerOptions http_options;
+  {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) {
+      std::cerr << "fabric-chaos serve: --listen must be ADDR:PORT, got " << listen << "\n";
+      return 2;
+    }
+    http_options.address = listen.substr(0, colon);
+    try {
+      http_options.port = static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)));
+    } catch (const std::exception&) {
+      std::cerr << "fabric-chaos serve: bad port in --listen " << listen << "\n";
+      return 2;
+    }
+  }
+  http_options.web_root = web_root;
+
+  // Signals are taken synchronously by the main thread; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::error_code ec;
+  if (auto parent = std::filesystem::path(db_path).parent_path(); !parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+  }
+  std::filesystem::create_directories(state_dir + "/logs", ec);
+  auto store_result = store::Store::open(db_path);
+  if (!store_result.isOk()) {
+    std::cerr << "fabric-chaos serve: cannot open the database " << db_path << ": "
+              << store_result.status().message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<store::Store> store = std::move(store_result.value());
+  for (const auto& builtin : builtinScenarios()) {
+    auto doc = nlohmann::json::parse(builtin.json, nullptr, false);
+    if (core::Status s = store->putScenario(builtin.name, doc, true); !s.isOk()) {
+      core::logError("cannot seed built-in scenario " + builtin.name + ": " + s.toString());
+    }
+  }
+
+  auto links = sys::makeNetlinkLinkControl();
+  auto nftables = sys::makeLibNftables();
+  auto qdiscs = sys::makeNetlinkQdiscs();
+  auto registry = injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()});
+  auto launcher = sys::makeForkExecLauncher();
+  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  agent::LocalAgent local_agent(*registry, *launcher, {self_exe, state_dir + "/logs"});
+  lab::DirectoryFabricCatalog catalog(state_dir);
+  core::SteadyClock clock;
+  scenarios::Engine engine({store.get(), &local_agent, &catalog, &clock}, {});
+
+  auto recovery = engine.recoverAtStartup();
+  if (!recovery.isOk()) {
+    std::cerr << "fabric-chaos serve: start-up recovery failed: " << recovery.status().message()
+              << "\n";
+    return 1;
+  }
+  if (recovery->reverted + recovery->failed > 0 || !recovery->interrupted.empty()) {
+    core::logWarn("start-up recovery: reverted " + std::to_string(recovery->reverted) +
+                  " leftover fault(s), " + std::to_string(recovery->failed) +
+                  " could not be reverted, " + std::to_string(recovery->interrupted.size()) +
+                  " run(s) marked interrupted");
+  }
+
+  std::unique_ptr<sys::CommandRunner> runner;
+  std::unique_ptr<lab::NetnsLab> lab;
+  if (flags.has("with-lab")) {
+    lab::LabOptions lab_options;
+    lab_options.state_dir = state_dir;
+    try {
+      lab_options.hosts = std::stoi(flags.getOr("with-lab", "4"));
+    } catch (const std::exception&) {
+      std::cerr << "fabric-chaos serve: --with-lab needs a number of hosts\n";
+      return 2;
+    }
+    runner = sys::makeCommandRunner();
+    lab = std::make_unique<lab::NetnsLab>(*runner, lab_options);
+    auto fabric = lab->up([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
+    if (!fabric.isOk()) {
+      std::cerr << "fabric-chaos serve: " << fabric.status().message() << "\n";
+      return 1;
+    }
+  }
+
+  api::ApiDeps deps;
+  deps.store = store.get();
+  deps.runs = &engine;
+  deps.fabrics = &catalog;
+  deps.capabilities = [&] { return local_agent.capabilities(); };
+  deps.kinds = [&] {
+    scenarios::KindCatalog kinds;
+    kinds.kinds = registry->kinds();
+    kinds.validate_params = [&](const std::string& kind, const nlohmann::json& params) {
+      return local_agent.validateFault(kind, params);
+    };
+    return kinds;
+  };
+  deps.version = FABRIC_CHAOS_VERSION;
+  api::Api api(deps);
+  auto server = http::Server::start(http_options,
+                                    [&](const api::Request& request) { return api.handle(request); });
+  int exit_code = 0;
+  auto cleanup = [&] {
+    engine.shutdown();  // reverts any fault still in force
+    if (server.isOk()) server.value()->stop();
+    if (lab) {
+      (void)lab->down([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
+    }
+  };
+  if (!server.isOk()) {
+    std::cerr << "fabric-chaos serve: " << server.status().message() << "\n";
+    cleanup();
+    return 1;
+  }
+  const std::string base_url =
+      "http://" + http_options.address + ":" + std::to_string(server.value()->port());
+  engine.start();
+  std::cout << "fabric-chaos " << FABRIC_CHAOS_VERSION << " serving on " << base_url
+            << " (database " << db_path << ")" << std::endl;
+
+  bool interrupted = false;
+  if (auto demo = flags.get("demo")) {
+    auto record = store->getScenario(*demo);
+    auto scenario = record.isOk() ? scenarios::parseScenario(record->document)
+                                  : core::Result<scenarios::Scenario>(record.status());
+    auto run_id = scenario.isOk() ? engine.submit(*scenario, "netns-lab")
+                                  : core::Result<int64_t>(scenario.status());
+    if (!run_id.isOk()) {
+      std::cerr << "fabric-chaos serve: cannot start scenario " << *demo << ": "
+                << run_id.status().message() << "\n";
+      exit_code = 1;
+    } else {
+      std::cout << "running scenario " << *demo << " as run " << *run_id << std::endl;
+      interrupted = !followRun(engine, *store, *run_id);
+      if (!interrupted) {
+        printRunSummary(*store, *run_id, base_url, db_path);
+        auto run = store->getRun(*run_id);
+        exit_code = run.isOk() && run->state == "passed" ? 0 : 1;
+      }
+    }
+  }
+  if (!interrupted && !flags.has("exit-after-demo")) {
+    std::cout << "Serving until Ctrl-C" << (lab ? " (which also removes the lab)" : "") << "."
+              << std::endl;
+    waitForSignal(-1);
+  }
+  std::cout << "\nshutting down" << std::endl;
+  cleanup();
+  return exit_code;
+}
+
+}  // namespace fabric_chaos::app

@@ -1,0 +1,210 @@
+#include "lab/netns_lab.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fabric_chaos::lab {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+
+std::string switchNs(const LabOptions& o) { return o.prefix + "-sw0"; }
+std::string hostNs(const LabOptions& o, int i) { return o.prefix + "-h" + std::to_string(i); }
+
+}  // namespace
+
+scenarios::Fabric describeLab(const LabOptions& options) {
+  scenarios::Fabric fabric;
+  fabric.name = options.name;
+  fabric.kind = "netns";
+  scenarios::Switch sw;
+  sw.name = "sw0";
+  sw.netns = switchNs(options);
+  sw.bridge = "br0";
+  sw.labels = {{"role", "leaf"}};
+  for (int i = 0; i < options.hosts; ++i) {
+    scenarios::Host host;
+    host.name = "h" + std::to_string(i);
+    host.netns = hostNs(options, i);
+    host.agent = "local";
+    host.nics.push_back({"eth0", options.subnet + "." + std::to_string(i + 1)});
+    host.labels = {{"rack", "r" + std::to_string(i / std::max(1, options.hosts_per_rack))},
+                   {"leaf", "sw0"}};
+    fabric.hosts.push_back(host);
+    const std::string port = "p" + std::to_string(i);
+    sw.ports.push_back(port);
+    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port});
+  }
+  fabric.switches.push_back(sw);
+  return fabric;
+}
+
+std::vector<std::string> labNamespaces(const LabOptions& options) {
+  std::vector<std::string> names{switchNs(options)};
+  for (int i = 0; i < options.hosts; ++i) names.push_back(hostNs(options, i));
+  return names;
+}
+
+NetnsLab::NetnsLab(sys::CommandRunner& runner, LabOptions options)
+    : runner_(runner), options_(std::move(options)) {}
+
+std::string NetnsLab::fabricFile() const {
+  return options_.state_dir + "/fabrics/" + options_.name + ".json";
+}
+
+Status NetnsLab::ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto result = runner_.run(argv);
+  if (!result.isOk()) return result.status();
+  if (result->exit_code != 0) {
+    std::string err = result->err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    StatusCode code = StatusCode::kInternal;
+    if (err.find("Operation not permitted") != std::string::npos) {
+      code = StatusCode::kPermissionDenied;
+    } else if (err.find("not supported") != std::string::npos ||
+               err.find("Unknown device type") != std::string::npos) {
+      code = StatusCode::kNotSupported;
+    }
+    return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
+  }
+  return Status::ok();
+}
+
+core::Result<std::vector<std::string>> NetnsLab::listOwnNamespaces() {
+  auto result = runner_.run({"ip", "netns", "list"});
+  if (!result.isOk()) return result.status();
+  std::vector<std::string> names;
+  std::istringstream lines(result->out);
+  std::string line;
+  const std::string own = options_.prefix + "-";
+  while (std::getline(lines, line)) {
+    std::string name = line.substr(0, line.find(' '));
+    if (name.rfind(own, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+core::Result<LabStatus> NetnsLab::status() {
+  auto present = listOwnNamespaces();
+  if (!present.isOk()) return present.status();
+  LabStatus st;
+  st.fabric_file = fabricFile();
+  for (const auto& ns : labNamespaces(options_)) {
+    bool found = false;
+    for (const auto& p : *present) found = found || p == ns;
+    (found ? st.present_namespaces : st.missing_namespaces).push_back(ns);
+  }
+  st.up = st.missing_namespaces.empty() && std::filesystem::exists(st.fabric_file);
+  return st;
+}
+
+core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
+  if (geteuid() != 0) {
+    return Status(StatusCode::kPermissionDenied,
+                  "lab up needs root to create network namespaces; run it as root (sudo)");
+  }
+  if (!std::filesystem::exists("/proc/self/ns/net")) {
+    return Status(StatusCode::kNotSupported,
+                  "this kernel has no network namespace support (/proc/self/ns/net is missing)");
+  }
+  if (options_.hosts < 2 || options_.hosts > 64) {
+    return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 64");
+  }
+  auto current = status();
+  if (!current.isOk()) return current.status();
+  const scenarios::Fabric fabric = describeLab(options_);
+  if (current->up) {
+    // Same size and every namespace there: nothing to do. Another size is a different lab.
+    auto present = listOwnNamespaces();
+    if (present.isOk() && present->size() == labNamespaces(options_).size()) {
+      progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
+               " hosts");
+      return fabric;
+    }
+  }
+  if (!current->present_namespaces.empty() || current->up) {
+    progress("removing a partial or different lab first");
+    FC_RETURN_IF_ERROR(down([](const std::string&) {}));
+  }
+
+  const std::string sw = switchNs(options_);
+  progress("creating switch namespace " + sw + " with bridge br0");
+  if (Status s = ip({"netns", "add", sw}); !s.isOk()) {
+    if (s.code() == StatusCode::kPermissionDenied) {
+      return Status(StatusCode::kPermissionDenied,
+                    "cannot create network namespaces here (" + s.message() + ")");
+    }
+    return s;
+  }
+  auto build = [&]() -> Status {
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "lo", "up"}));
+    // STP off and forward_delay 0: a port that comes back up forwards at once, so recovery
+    // time measures the fabric and the workload, not the bridge's listening/learning states.
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
+                           "forward_delay", "0", "mcast_snooping", "0"}));
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "br0", "up"}));
+    for (int i = 0; i < options_.hosts; ++i) {
+      const auto& host = fabric.hosts[static_cast<size_t>(i)];
+      const std::string port = "p" + std::to_string(i);
+      progress("cabling host " + host.name + " (" + host.netns + ", " + host.nics[0].address +
+               ") to sw0:" + port);
+      FC_RETURN_IF_ERROR(ip({"netns", "add", host.netns}));
+      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "lo", "up"}));
+      // Both ends are created directly inside their namespaces: nothing ever appears in the
+      // initial namespace, so no name can clash with the machine's own interfaces.
+      FC_RETURN_IF_ERROR(ip({"link", "add", "eth0", "netns", host.netns, "type", "veth", "peer",
+                             "name", port, "netns", sw}));
+      FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "master", "br0"}));
+      FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "up"}));
+      FC_RETURN_IF_ERROR(
+          ip({"-n", host.netns, "addr", "add", host.nics[0].address + "/24", "dev", "eth0"}));
+      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "eth0", "up"}));
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(options_.state_dir + "/fabrics", ec);
+    if (ec) {
+      return Status(StatusCode::kInternal,
+                    "cannot create " + options_.state_dir + "/fabrics: " + ec.message());
+    }
+    const std::string tmp = fabricFile() + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << scenarios::toJson(fabric).dump(2) << "\n";
+      if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
+    }
+    std::filesystem::rename(tmp, fabricFile(), ec);
+    if (ec) return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
+    return Status::ok();
+  };
+  if (Status s = build(); !s.isOk()) {
+    // Never leave half a lab behind.
+    (void)down([](const std::string&) {});
+    return s;
+  }
+  progress("lab " + options_.name + " is up: " + std::to_string(options_.hosts) +
+           " hosts on switch sw0 (" + fabricFile() + ")");
+  return fabric;
+}
+
+Status NetnsLab::down(const Progress& progress) {
+  auto present = listOwnNamespaces();
+  if (!present.isOk()) return present.status();
+  Status first_error;
+  for (const auto& ns : *present) {
+    progress("removing namespace " + ns);
+    // Deleting a namespace destroys its veth ends (and so their peers), qdiscs and nft tables.
+    if (Status s = ip({"netns", "del", ns}); !s.isOk() && first_error.isOk()) first_error = s;
+  }
+  std::error_code ec;
+  std::filesystem::remove(fabricFile(), ec);
+  if (first_error.isOk()) progress("lab " + options_.name + " is down");
+  return first_error;
+}
+
+}  // namespace fabric_chaos::lab

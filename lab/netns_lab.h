@@ -1,0 +1,63 @@
+#pragma once
+// The namespace lab: a test fabric on one Linux machine. Each host is a network namespace with
+// one veth "NIC" (eth0) cabled to a port of a bridge in a "switch" namespace. Everything it makes
+// lives inside namespaces named <prefix>-*, so `down` removes every link, qdisc and nft table with
+// them. up and down are idempotent. The fabric description is written to
+// <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one caller at a time.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "injectors/sys/command.h"
+#include "scenarios/topology.h"
+
+namespace fabric_chaos::lab {
+
+struct LabOptions {
+  int hosts = 4;
+  std::string name = "netns-lab";
+  std::string prefix = "fcl";         // namespace names: fcl-sw0, fcl-h0, fcl-h1...
+  std::string subnet = "10.200.0";   // host i gets <subnet>.(i+1)/24, inside its namespace only
+  int hosts_per_rack = 2;            // rack labels r0, r1... for selectors
+  std::string state_dir = "/run/fabric-chaos";
+};
+
+// Pure: the fabric a lab with these options describes.
+scenarios::Fabric describeLab(const LabOptions& options);
+
+// The namespace names a lab with these options owns.
+std::vector<std::string> labNamespaces(const LabOptions& options);
+
+struct LabStatus {
+  bool up = false;               // every namespace present and the fabric file written
+  std::vector<std::string> present_namespaces;
+  std::vector<std::string> missing_namespaces;
+  std::string fabric_file;
+};
+
+class NetnsLab {
+ public:
+  using Progress = std::function<void(const std::string& line)>;
+
+  NetnsLab(sys::CommandRunner& runner, LabOptions options);
+
+  // Checks root and namespace support first, each failure one clear sentence. A lab that is
+  // already up with the same size is left as it is; a partial one is removed and rebuilt.
+  core::Result<scenarios::Fabric> up(const Progress& progress);
+  // Removes every namespace with the lab's prefix and the fabric file. OK when nothing is there.
+  core::Status down(const Progress& progress);
+  core::Result<LabStatus> status();
+
+  std::string fabricFile() const;
+
+ private:
+  core::Status ip(const std::vector<std::string>& args);
+  core::Result<std::vector<std::string>> listOwnNamespaces();
+
+  sys::CommandRunner& runner_;
+  LabOptions options_;
+};
+
+}  // namespace fabric_chaos::lab
