@@ -95,7 +95,15 @@ core::Result<LabStatus> NetnsLab::status() {
   if (!present.isOk()) return present.status();
   LabStatus st;
   st.fabric_file = fabricFile();
-  for (const auto& ns : labNamespaces(options_)) {
+  // The lab on disk knows its own size; `lab status` need not be told --hosts again.
+  LabOptions expected = options_;
+  if (std::ifstream in(st.fabric_file); in) {
+    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_discarded() && doc.contains("hosts") && doc["hosts"].is_array()) {
+      expected.hosts = static_cast<int>(doc["hosts"].size());
+    }
+  }
+  for (const auto& ns : labNamespaces(expected)) {
     bool found = false;
     for (const auto& p : *present) found = found || p == ns;
     (found ? st.present_namespaces : st.missing_namespaces).push_back(ns);

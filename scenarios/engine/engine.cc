@@ -154,6 +154,9 @@ class Engine::RunExecution : public agent::WorkloadListener {
     if (!scenario_result.isOk()) return scenario_result.status();
     const Scenario scenario = std::move(scenario_result.value());
     origin_ns_ = now();  // run clock: samples and events are ms from here
+    // Published so that outside observers (tests, operators' own probes) can line their
+    // CLOCK_MONOTONIC readings up with the run's timeline.
+    (void)store().setRunAttribute(run_id_, "clock_origin_steady_ns", origin_ns_.load());
     setState("preparing");
 
     auto fabric = engine_.deps_.fabrics->get(record.fabric);

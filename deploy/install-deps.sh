@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package fabric-chaos needs to build, test and run. Idempotent; run as
+# root. Nothing is downloaded except Debian packages.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config clang-format
+  # libraries (headers)
+  libboost-dev nlohmann-json3-dev libsqlite3-dev
+  libnl-3-dev libnl-route-3-dev libnftables-dev
+  libibverbs-dev librdmacm-dev
+  libgtest-dev libgmock-dev
+  # runtime tools used by the namespace lab and the privileged tests
+  iproute2 nftables iputils-ping util-linux procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]} needs root; run it with sudo" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${packages[@]}"

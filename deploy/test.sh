@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds warnings-as-errors and runs the whole suite: every tier this
+# machine can run (unit, privileged), then the unit tier again under AddressSanitizer + UBSan.
+# In CI (CI=true) a tier whose prerequisite is missing fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash deploy/install-deps.sh
+jobs=$(nproc)
+artifacts=${FC_ARTIFACTS:-$(pwd)/artifacts}
+mkdir -p "$artifacts"
+
+echo "== build (Debug, -Werror)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DFC_WERROR=ON >/dev/null
+cmake --build build-test -j"$jobs"
+
+echo "== build (unit tier under ASan + UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFC_WERROR=ON -DFC_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+
+status=0
+echo "== unit tier under ASan + UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest -L unit --output-on-failure --output-junit "$artifacts/unit-asan.xml") || status=1
+
+echo "== all tiers (unit, privileged)"
+(cd build-test && ctest --output-on-failure --output-junit "$artifacts/all.xml") || status=1
+exit $status

@@ -1,0 +1,902 @@
+// The SQLite implementation of Store. One connection, every statement prepared once at open and
+// reused; the mutex is held for the whole of each method, which is also what makes the
+// read-modify-write methods (setRunAttribute, journalMark) atomic with respect to other threads.
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "server/store/statement.h"
+#include "server/store/store.h"
+
+namespace fabric_chaos::store {
+namespace {
+
+using core::Result;
+using core::Status;
+using core::StatusCode;
+using internal::Query;
+using internal::sqliteStatus;
+using internal::Statement;
+using internal::Transaction;
+
+// Each entry is applied once, in its own transaction, and bumps PRAGMA user_version to its
+// 1-based position. Never edit a released entry: append a new one.
+constexpr std::array<std::string_view, 1> kMigrations = {
+    // 1: initial schema.
+    R"sql(
+CREATE TABLE scenarios (
+  name TEXT PRIMARY KEY NOT NULL,
+  document TEXT NOT NULL,
+  builtin INTEGER NOT NULL DEFAULT 0,
+  updated_ms INTEGER NOT NULL
+);
+
+-- AUTOINCREMENT: a run id appears in URLs and CI logs, so it is never reused.
+-- scenario_name is deliberately not a foreign key: a run keeps its own snapshot of the scenario
+-- and outlives the scenario's deletion.
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  scenario_name TEXT NOT NULL,
+  scenario TEXT NOT NULL,
+  fabric TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  score REAL,
+  result TEXT NOT NULL DEFAULT '{}',
+  attributes TEXT NOT NULL DEFAULT '{}',
+  error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_scenario ON runs(scenario_name, id);
+CREATE INDEX runs_by_state ON runs(state, id);
+
+CREATE TABLE run_transitions (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  state TEXT NOT NULL,
+  wall_ms INTEGER NOT NULL
+);
+-- The rowid is implicitly the last index column, so "WHERE run_id = ? ORDER BY rowid" is a scan.
+CREATE INDEX run_transitions_by_run ON run_transitions(run_id);
+
+CREATE TABLE events (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t_ms REAL NOT NULL,
+  wall_ms INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_by_run ON events(run_id, t_ms);
+
+-- Not unique on (run_id, rank, iteration): a rank that restarts its numbering after a reconnect
+-- must not lose or overwrite measurements; analysis decides what duplicates mean.
+CREATE TABLE samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  start_ms REAL NOT NULL,
+  duration_ms REAL NOT NULL,
+  bytes INTEGER NOT NULL
+);
+CREATE INDEX samples_by_run ON samples(run_id, rank, iteration);
+
+-- run_id is NULL for a fault not tied to a run. No ON DELETE CASCADE: a journal entry that has
+-- not been reverted must survive anything done to its run.
+CREATE TABLE journal (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id INTEGER REFERENCES runs(id),
+  fault TEXT NOT NULL,
+  prior TEXT NOT NULL,
+  state TEXT NOT NULL,
+  intent_ms INTEGER NOT NULL,
+  reverted_ms INTEGER NOT NULL DEFAULT 0
+);
+-- Start-up asks for the unreverted entries, a handful among a history that only grows.
+CREATE INDEX journal_unreverted ON journal(id) WHERE state <> 'reverted';
+)sql",
+};
+
+constexpr int kLatestVersion = static_cast<int>(kMigrations.size());
+
+constexpr std::string_view kQueued = "queued";
+constexpr std::string_view kInterrupted = "interrupted";
+// Bound as parameters ?1..?5 of kListUnfinished, so this array is the one definition.
+constexpr std::array<std::string_view, 5> kFinalStates = {"passed", "failed", "aborted",
+                                                          kInterrupted, "error"};
+
+constexpr std::string_view kJournalIntent = "intent";
+constexpr std::string_view kJournalReverted = "reverted";
+constexpr std::array<std::string_view, 3> kJournalMarks = {"applied", kJournalReverted, "failed"};
+
+bool isFinalState(std::string_view state) {
+  for (std::string_view s : kFinalStates) {
+    if (s == state) return true;
+  }
+  return false;
+}
+
+// error_handler_t::replace: a fault detail holding bytes that are not UTF-8 (an interface name
+// read from the kernel, say) must still be stored rather than throw out of the store.
+std::string dumpJson(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<json> parseJson(const std::string& text, const std::string& what) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    return Status(StatusCode::kInternal, what + " holds invalid JSON");
+  }
+  return value;
+}
+
+Status runNotFound(int64_t id) {
+  return Status(StatusCode::kNotFound, "run " + std::to_string(id) + " not found");
+}
+
+// Appends to a run's child table fail on the foreign key when the run is absent; say so plainly.
+Status mapRunForeignKey(const Status& status, int64_t run_id, const std::string& what) {
+  if (status.origin() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+    return Status(StatusCode::kNotFound, runNotFound(run_id).message(), status.origin());
+  }
+  return status.withContext(what);
+}
+
+// Statements that run once at open, before the schema is known to exist.
+Result<std::string> pragmaText(sqlite3* db, std::string_view sql) {
+  auto stmt = Statement::prepare(db, sql);
+  if (!stmt.isOk()) return stmt.status();
+  Query q(*stmt);
+  if (!q.next()) {
+    if (!q.status().isOk()) return q.status().withContext(std::string(sql));
+    return std::string();
+  }
+  std::string value = q.text(0);
+  FC_RETURN_IF_ERROR(q.exec().withContext(std::string(sql)));
+  return value;
+}
+
+Status execScript(sqlite3* db, std::string_view sql, const std::string& what) {
+  char* error = nullptr;
+  int rc = sqlite3_exec(db, std::string(sql).c_str(), nullptr, nullptr, &error);
+  sqlite3_free(error);  // the same text is still available from sqlite3_errmsg()
+  if (rc != SQLITE_OK) return sqliteStatus(db, rc, what);
+  return Status::ok();
+}
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
+
+// Why sqlite3_open_v2() failed, as an errno. sqlite3_system_errno() alone misleads: after
+// O_CREAT fails with EACCES, SQLite retries read-only and reports that attempt's ENOENT.
+int openErrno(const std::string& path, sqlite3* db) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) {
+    return db ? sqlite3_system_errno(db) : 0;
+  }
+  std::string dir = ".";
+  if (size_t slash = path.find_last_of('/'); slash != std::string::npos) {
+    dir = slash == 0 ? "/" : path.substr(0, slash);
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (::access(path.c_str(), R_OK | W_OK) != 0) return errno;
+  } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return errno;
+  }
+  return db ? sqlite3_system_errno(db) : 0;
+}
+
+// Opens the file and sets the connection up; the caller adds the path as context.
+Result<DbHandle> openConnection(const std::string& path) {
+  sqlite3* raw = nullptr;
+  // NOMUTEX: SqliteStore's own mutex serialises every use of the connection.
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) {
+    // "unable to open database file" alone does not say whether the directory is missing or not
+    // writable; the errno does.
+    Status status = sqliteStatus(db.get(), rc, "");
+    int err = openErrno(path, db.get());
+    if (err == 0) return status;
+    Status from_errno = core::errnoStatus(err, status.message());
+    StatusCode code =
+        from_errno.code() == StatusCode::kInternal ? status.code() : from_errno.code();
+    return Status(code, from_errno.message(), rc);
+  }
+  sqlite3_extended_result_codes(db.get(), 1);
+  // READWRITE silently degrades to read-only when the file is not writable; fail now rather
+  // than at the first write, long after start-up.
+  if (sqlite3_db_readonly(db.get(), "main") == 1) {
+    return Status(StatusCode::kPermissionDenied, "database file is not writable", SQLITE_READONLY);
+  }
+
+  // Before anything else, so that even the switch to WAL waits for another process's lock.
+  rc = sqlite3_busy_timeout(db.get(), 5000);
+  if (rc != SQLITE_OK) return sqliteStatus(db.get(), rc, "set busy_timeout");
+
+  auto mode = pragmaText(db.get(), "PRAGMA journal_mode=WAL");
+  if (!mode.isOk()) return mode.status();
+  // An in-memory or temporary database has no file name and reports "memory"; any file-backed
+  // database must really be in WAL mode (it can fail on file systems without shared memory).
+  const char* file = sqlite3_db_filename(db.get(), "main");
+  bool has_file = file != nullptr && file[0] != '\0';
+  if (has_file && *mode != "wal") {
+    return Status(StatusCode::kNotSupported,
+                  "cannot enable WAL journal mode (got \"" + *mode + "\")");
+  }
+
+  // FULL, not NORMAL: in WAL mode NORMAL skips the fsync at commit, so a power loss can drop the
+  // last transactions. Samples and journal entries are acknowledged to workloads and agents once
+  // committed, and a lost journal intent means a fault nobody reverts.
+  auto sync = pragmaText(db.get(), "PRAGMA synchronous=FULL");
+  if (!sync.isOk()) return sync.status();
+
+  // Per connection and off by default; read back because a build without foreign-key support
+  // ignores the PRAGMA silently.
+  auto fk = pragmaText(db.get(), "PRAGMA foreign_keys=ON");
+  if (!fk.isOk()) return fk.status();
+  auto fk_on = pragmaText(db.get(), "PRAGMA foreign_keys");
+  if (!fk_on.isOk()) return fk_on.status();
+  if (*fk_on != "1") {
+    return Status(StatusCode::kNotSupported, "this SQLite build does not enforce foreign keys");
+  }
+  return db;
+}
+
+Result<int> userVersion(sqlite3* db) {
+  auto text = pragmaText(db, "PRAGMA user_version");
+  if (!text.isOk()) return text.status();
+  return std::atoi(text->c_str());
+}
+
+Status migrate(sqlite3* db) {
+  auto begin = Statement::prepare(db, "BEGIN IMMEDIATE");
+  auto commit = Statement::prepare(db, "COMMIT");
+  auto rollback = Statement::prepare(db, "ROLLBACK");
+  for (auto* s : {&begin, &commit, &rollback}) {
+    if (!s->isOk()) return s->status();
+  }
+  for (int version = 1; version <= kLatestVersion; ++version) {
+    Transaction txn(*begin, *commit, *rollback);
+    FC_RETURN_IF_ERROR(txn.begin());
+    // Read under the write lock: two processes opening a fresh file at once must not both run
+    // the same migration.
+    auto current = userVersion(db);
+    if (!current.isOk()) return current.status();
+    if (*current >= version) continue;
+    std::string what = "apply migration " + std::to_string(version);
+    FC_RETURN_IF_ERROR(execScript(db, kMigrations[version - 1], what));
+    // PRAGMA takes no bound parameters; version is a loop counter bounded by kLatestVersion,
+    // never outside input.
+    FC_RETURN_IF_ERROR(execScript(db, "PRAGMA user_version = " + std::to_string(version), what));
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+  }
+  auto current = userVersion(db);
+  if (!current.isOk()) return current.status();
+  if (*current > kLatestVersion) {
+    return Status(StatusCode::kFailedPrecondition, "schema version " + std::to_string(*current) +
+                                                       " is newer than this binary supports (" +
+                                                       std::to_string(kLatestVersion) +
+                                                       "); upgrade fabric-chaos");
+  }
+  return Status::ok();
+}
+
+constexpr std::string_view kRunColumns =
+    "id, scenario_name, scenario, fabric, state, created_ms, started_ms, finished_ms, score, "
+    "result, attributes, error";
+
+// Every statement the store uses, prepared once at open.
+struct Statements {
+  Statement begin, commit, rollback;
+  Statement user_version;
+
+  Statement get_scenario_builtin, put_scenario, get_scenario, list_scenarios, delete_scenario;
+
+  Statement insert_run, insert_transition, get_run_state, set_run_state, get_run_attributes,
+      set_run_attributes, finish_run, get_run, list_transitions, list_unfinished;
+  // listRuns: one statement per filter combination, so each can use its index.
+  Statement list_runs_all, list_runs_by_scenario, list_runs_by_state, list_runs_by_both;
+
+  Statement insert_sample, list_samples, insert_event, list_events;
+
+  Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
+};
+
+Status prepareAll(sqlite3* db, Statements& s) {
+  const std::string run_select = "SELECT " + std::string(kRunColumns) + " FROM runs ";
+  const std::pair<Statement*, std::string> all[] = {
+      {&s.begin, "BEGIN IMMEDIATE"},
+      {&s.commit, "COMMIT"},
+      {&s.rollback, "ROLLBACK"},
+      {&s.user_version, "PRAGMA user_version"},
+
+      {&s.get_scenario_builtin, "SELECT builtin FROM scenarios WHERE name = ?1"},
+      {&s.put_scenario,
+       "INSERT INTO scenarios (name, document, builtin, updated_ms) VALUES (?1, ?2, ?3, ?4) "
+       "ON CONFLICT (name) DO UPDATE SET document = excluded.document, "
+       "builtin = excluded.builtin, updated_ms = excluded.updated_ms"},
+      {&s.get_scenario,
+       "SELECT name, document, builtin, updated_ms FROM scenarios WHERE name = ?1"},
+      {&s.list_scenarios,
+       "SELECT name, document, builtin, updated_ms FROM scenarios ORDER BY name"},
+      {&s.delete_scenario, "DELETE FROM scenarios WHERE name = ?1"},
+
+      {&s.insert_run,
+       "INSERT INTO runs (scenario_name, scenario, fabric, state, created_ms) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.insert_transition,
+       "INSERT INTO run_transitions (run_id, state, wall_ms) VALUES (?1, ?2, ?3)"},
+      {&s.get_run_state, "SELECT state FROM runs WHERE id = ?1"},
+      {&s.set_run_state,
+       "UPDATE runs SET state = ?2, "
+       "started_ms = CASE WHEN started_ms = 0 AND ?2 <> ?4 THEN ?3 ELSE started_ms END "
+       "WHERE id = ?1"},
+      {&s.get_run_attributes, "SELECT attributes FROM runs WHERE id = ?1"},
+      {&s.set_run_attributes, "UPDATE runs SET attributes = ?2 WHERE id = ?1"},
+      {&s.finish_run,
+       "UPDATE runs SET state = ?2, finished_ms = ?3, score = ?4, result = ?5, error = ?6 "
+       "WHERE id = ?1"},
+      {&s.get_run, run_select + "WHERE id = ?1"},
+      {&s.list_transitions,
+       "SELECT state, wall_ms FROM run_transitions WHERE run_id = ?1 ORDER BY rowid"},
+      {&s.list_unfinished,
+       "SELECT id, state FROM runs WHERE state NOT IN (?1, ?2, ?3, ?4, ?5) ORDER BY id"},
+      {&s.list_runs_all, run_select + "ORDER BY id DESC LIMIT ?1"},
+      {&s.list_runs_by_scenario, run_select + "WHERE scenario_name = ?2 ORDER BY id DESC LIMIT ?1"},
+      {&s.list_runs_by_state, run_select + "WHERE state = ?2 ORDER BY id DESC LIMIT ?1"},
+      {&s.list_runs_by_both,
+       run_select + "WHERE scenario_name = ?2 AND state = ?3 ORDER BY id DESC LIMIT ?1"},
+
+      {&s.insert_sample,
+       "INSERT INTO samples (run_id, rank, iteration, start_ms, duration_ms, bytes) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&s.list_samples,
+       "SELECT rank, iteration, start_ms, duration_ms, bytes FROM samples WHERE run_id = ?1 "
+       "ORDER BY rank, iteration, rowid"},
+      {&s.insert_event,
+       "INSERT INTO events (run_id, t_ms, wall_ms, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.list_events,
+       "SELECT run_id, t_ms, wall_ms, kind, detail FROM events WHERE run_id = ?1 "
+       "ORDER BY t_ms, rowid"},
+
+      {&s.insert_journal,
+       "INSERT INTO journal (run_id, fault, prior, state, intent_ms) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.get_journal_state, "SELECT state FROM journal WHERE id = ?1"},
+      {&s.mark_journal,
+       "UPDATE journal SET state = ?2, "
+       "reverted_ms = CASE WHEN ?2 = ?4 THEN ?3 ELSE reverted_ms END WHERE id = ?1"},
+      {&s.list_unreverted,
+       "SELECT id, run_id, fault, prior, state, intent_ms, reverted_ms FROM journal "
+       "WHERE state <> 'reverted' ORDER BY id"},
+  };
+  for (const auto& [target, sql] : all) {
+    auto stmt = Statement::prepare(db, sql);
+    if (!stmt.isOk()) return stmt.status();
+    *target = std::move(stmt).value();
+  }
+  return Status::ok();
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(DbHandle db) : db_(std::move(db)) {}
+
+  Status init() { return prepareAll(db_.get(), st_); }
+
+  int schemaVersion() override {
+    std::lock_guard lock(mu_);
+    Query q(st_.user_version);
+    // The signature has no room for an error; -1 cannot be mistaken for a real version.
+    if (!q.next()) return -1;
+    return static_cast<int>(q.int64(0));
+  }
+
+  Status putScenario(const std::string& name, const json& document, bool builtin) override {
+    if (name.empty()) return Status(StatusCode::kInvalidArgument, "scenario name is empty");
+    std::lock_guard lock(mu_);
+    const std::string what = "put scenario " + name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      // Start-up re-seeds builtins over whatever is stored, so a user's edit of one would be
+      // silently lost at the next restart: refuse it now instead.
+      Query q(st_.get_scenario_builtin);
+      q.bind(1, name);
+      if (q.next() && q.int64(0) != 0 && !builtin) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "scenario " + name + " is builtin and cannot be replaced");
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    {
+      Query q(st_.put_scenario);
+      q.bind(1, name).bind(2, dumpJson(document)).bind(3, builtin ? 1 : 0).bind(4, now());
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<ScenarioRecord> getScenario(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.get_scenario);
+    q.bind(1, name);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("get scenario " + name));
+      return Status(StatusCode::kNotFound, "scenario " + name + " not found");
+    }
+    return readScenario(q);
+  }
+
+  Result<std::vector<ScenarioRecord>> listScenarios() override {
+    std::lock_guard lock(mu_);
+    std::vector<ScenarioRecord> out;
+    Query q(st_.list_scenarios);
+    while (q.next()) {
+      auto record = readScenario(q);
+      if (!record.isOk()) return record.status();
+      out.push_back(std::move(record).value());
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list scenarios"));
+    return out;
+  }
+
+  Status deleteScenario(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "delete scenario " + name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.get_scenario_builtin);
+      q.bind(1, name);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return Status(StatusCode::kNotFound, "scenario " + name + " not found");
+      }
+      if (q.int64(0) != 0) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "scenario " + name + " is builtin and cannot be deleted");
+      }
+    }
+    {
+      Query q(st_.delete_scenario);
+      q.bind(1, name);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<int64_t> createRun(const std::string& scenario_name, const json& scenario,
+                            const std::string& fabric) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "create run of " + scenario_name;
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_run);
+      q.bind(1, scenario_name).bind(2, dumpJson(scenario)).bind(3, fabric).bind(4, kQueued);
+      q.bind(5, now_ms);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(addTransition(id, kQueued, now_ms).withContext(what));
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Status setRunState(int64_t id, const std::string& state) override {
+    if (state.empty()) return Status(StatusCode::kInvalidArgument, "run state is empty");
+    // Only finishRun may enter a final state, so that finished_ms, score and result are always
+    // set together with it.
+    if (isFinalState(state)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "run state " + state + " is final: use finishRun");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "set run " + std::to_string(id) + " state to " + state;
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    FC_RETURN_IF_ERROR(requireUnfinished(id, what));
+    {
+      Query q(st_.set_run_state);
+      q.bind(1, id).bind(2, state).bind(3, now_ms).bind(4, kQueued);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    FC_RETURN_IF_ERROR(addTransition(id, state, now_ms).withContext(what));
+    return txn.commit().withContext(what);
+  }
+
+  Status setRunAttribute(int64_t id, const std::string& key, const json& value) override {
+    if (key.empty()) return Status(StatusCode::kInvalidArgument, "run attribute key is empty");
+    std::lock_guard lock(mu_);
+    const std::string what = "set run " + std::to_string(id) + " attribute " + key;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    json attributes;
+    {
+      Query q(st_.get_run_attributes);
+      q.bind(1, id);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return runNotFound(id);
+      }
+      auto parsed = parseJson(q.text(0), "run " + std::to_string(id) + " attributes");
+      if (!parsed.isOk()) return parsed.status();
+      attributes = std::move(parsed).value();
+    }
+    if (!attributes.is_object()) attributes = json::object();
+    attributes[key] = value;
+    {
+      Query q(st_.set_run_attributes);
+      q.bind(1, id).bind(2, dumpJson(attributes));
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Status finishRun(int64_t id, const std::string& state, std::optional<double> score,
+                   const json& result, const std::string& error) override {
+    if (!isFinalState(state)) {
+      return Status(StatusCode::kInvalidArgument, "run state " + state +
+                                                      " is not final (passed, failed, aborted, "
+                                                      "interrupted or error)");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "finish run " + std::to_string(id) + " as " + state;
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    FC_RETURN_IF_ERROR(requireUnfinished(id, what));
+    FC_RETURN_IF_ERROR(finish(id, state, now_ms, score, result, error).withContext(what));
+    return txn.commit().withContext(what);
+  }
+
+  Result<RunRecord> getRun(int64_t id) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.get_run);
+    q.bind(1, id);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("get run " + std::to_string(id)));
+      return runNotFound(id);
+    }
+    return readRun(q);
+  }
+
+  Result<std::vector<RunRecord>> listRuns(const RunFilter& filter) override {
+    if (filter.limit <= 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "run list limit must be positive, got " + std::to_string(filter.limit));
+    }
+    std::lock_guard lock(mu_);
+    Statement* stmt = &st_.list_runs_all;
+    if (!filter.scenario.empty() && !filter.state.empty()) {
+      stmt = &st_.list_runs_by_both;
+    } else if (!filter.scenario.empty()) {
+      stmt = &st_.list_runs_by_scenario;
+    } else if (!filter.state.empty()) {
+      stmt = &st_.list_runs_by_state;
+    }
+    Query q(*stmt);
+    q.bind(1, filter.limit);
+    int next_param = 2;
+    if (!filter.scenario.empty()) q.bind(next_param++, filter.scenario);
+    if (!filter.state.empty()) q.bind(next_param++, filter.state);
+    std::vector<RunRecord> out;
+    while (q.next()) {
+      auto run = readRun(q);
+      if (!run.isOk()) return run.status();
+      out.push_back(std::move(run).value());
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list runs"));
+    return out;
+  }
+
+  Result<json> runTransitions(int64_t id) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "list transitions of run " + std::to_string(id);
+    json out = json::array();
+    {
+      Query q(st_.list_transitions);
+      q.bind(1, id);
+      while (q.next()) out.push_back({{"state", q.text(0)}, {"wall_ms", q.int64(1)}});
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    // Every run has at least its "queued" transition, so an empty list means no such run.
+    if (out.empty()) return runNotFound(id);
+    return out;
+  }
+
+  Result<std::vector<int64_t>> interruptUnfinishedRuns() override {
+    std::lock_guard lock(mu_);
+    const std::string what = "interrupt unfinished runs";
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    std::vector<std::pair<int64_t, std::string>> unfinished;
+    {
+      Query q(st_.list_unfinished);
+      for (size_t i = 0; i < kFinalStates.size(); ++i) {
+        q.bind(static_cast<int>(i) + 1, kFinalStates[i]);
+      }
+      while (q.next()) unfinished.emplace_back(q.int64(0), q.text(1));
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    std::vector<int64_t> ids;
+    ids.reserve(unfinished.size());
+    for (const auto& [id, state] : unfinished) {
+      FC_RETURN_IF_ERROR(finish(id, std::string(kInterrupted), now_ms, std::nullopt, json::object(),
+                                "serve stopped while the run was " + state)
+                             .withContext(what));
+      ids.push_back(id);
+    }
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return ids;
+  }
+
+  Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) override {
+    if (samples.empty()) return Status::ok();
+    std::lock_guard lock(mu_);
+    const std::string what = "append samples to run " + std::to_string(run_id);
+    // One transaction per batch: one fsync instead of one per row, and a batch is stored whole
+    // or not at all, so a workload may simply resend a batch that failed.
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    for (const core::Sample& s : samples) {
+      Query q(st_.insert_sample);
+      q.bind(1, run_id).bind(2, s.rank).bind(3, s.iteration).bind(4, s.start_ms);
+      q.bind(5, s.duration_ms).bind(6, s.bytes);
+      Status status = q.exec();
+      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<std::vector<core::Sample>> samples(int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<core::Sample> out;
+    Query q(st_.list_samples);
+    q.bind(1, run_id);
+    while (q.next()) {
+      core::Sample s;
+      s.rank = static_cast<int>(q.int64(0));
+      s.iteration = q.int64(1);
+      s.start_ms = q.real(2);
+      s.duration_ms = q.real(3);
+      s.bytes = q.int64(4);
+      out.push_back(s);
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
+    return out;
+  }
+
+  Status appendEvent(const EventRecord& event) override {
+    std::lock_guard lock(mu_);
+    const std::string what =
+        "append event " + event.kind + " to run " + std::to_string(event.run_id);
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_event);
+      q.bind(1, event.run_id).bind(2, event.t_ms).bind(3, event.wall_ms).bind(4, event.kind);
+      q.bind(5, dumpJson(event.detail));
+      Status status = q.exec();
+      if (!status.isOk()) return mapRunForeignKey(status, event.run_id, what);
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<std::vector<EventRecord>> events(int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<EventRecord> out;
+    Query q(st_.list_events);
+    q.bind(1, run_id);
+    while (q.next()) {
+      EventRecord e;
+      e.run_id = q.int64(0);
+      e.t_ms = q.real(1);
+      e.wall_ms = q.int64(2);
+      e.kind = q.text(3);
+      auto detail = parseJson(q.text(4), "event detail of run " + std::to_string(run_id));
+      if (!detail.isOk()) return detail.status();
+      e.detail = std::move(detail).value();
+      out.push_back(std::move(e));
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
+    return out;
+  }
+
+  Result<int64_t> journalIntent(int64_t run_id, const json& fault, const json& prior) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "write journal intent for run " + std::to_string(run_id);
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_journal);
+      if (run_id == 0) {
+        q.bindNull(1);
+      } else {
+        q.bind(1, run_id);
+      }
+      q.bind(2, dumpJson(fault)).bind(3, dumpJson(prior)).bind(4, kJournalIntent).bind(5, now());
+      Status status = q.exec();
+      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Status journalMark(int64_t entry_id, const std::string& state) override {
+    bool known = false;
+    for (std::string_view s : kJournalMarks) known = known || s == state;
+    if (!known) {
+      return Status(StatusCode::kInvalidArgument,
+                    "journal state " + state + " is not applied, reverted or failed");
+    }
+    std::lock_guard lock(mu_);
+    const std::string name = "journal entry " + std::to_string(entry_id);
+    const std::string what = "mark " + name + " " + state;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.get_journal_state);
+      q.bind(1, entry_id);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return Status(StatusCode::kNotFound, name + " not found");
+      }
+      if (q.text(0) == kJournalReverted) {
+        // Reverting twice is the normal outcome of a retried revert; keep the first time.
+        if (state == kJournalReverted) return Status::ok();
+        return Status(StatusCode::kFailedPrecondition, name + " is already reverted");
+      }
+    }
+    {
+      Query q(st_.mark_journal);
+      q.bind(1, entry_id).bind(2, state).bind(3, now()).bind(4, kJournalReverted);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<std::vector<JournalEntry>> unrevertedJournal() override {
+    std::lock_guard lock(mu_);
+    std::vector<JournalEntry> out;
+    Query q(st_.list_unreverted);
+    while (q.next()) {
+      JournalEntry e;
+      e.id = q.int64(0);
+      e.run_id = q.int64(1);  // NULL reads as 0: not tied to a run
+      const std::string name = "journal entry " + std::to_string(e.id);
+      auto fault = parseJson(q.text(2), name + " fault");
+      if (!fault.isOk()) return fault.status();
+      auto prior = parseJson(q.text(3), name + " prior");
+      if (!prior.isOk()) return prior.status();
+      e.fault = std::move(fault).value();
+      e.prior = std::move(prior).value();
+      e.state = q.text(4);
+      e.intent_ms = q.int64(5);
+      e.reverted_ms = q.int64(6);
+      out.push_back(std::move(e));
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("read unreverted journal"));
+    return out;
+  }
+
+ private:
+  static int64_t now() { return core::wallNowMs(); }
+
+  Transaction transaction() { return Transaction(st_.begin, st_.commit, st_.rollback); }
+
+  // Inside a transaction: kNotFound, or kFailedPrecondition when the run is already final.
+  Status requireUnfinished(int64_t id, const std::string& what) {
+    Query q(st_.get_run_state);
+    q.bind(1, id);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+      return runNotFound(id);
+    }
+    std::string state = q.text(0);
+    if (isFinalState(state)) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "run " + std::to_string(id) + " already finished (" + state + ")");
+    }
+    return Status::ok();
+  }
+
+  Status addTransition(int64_t id, std::string_view state, int64_t wall_ms) {
+    Query q(st_.insert_transition);
+    q.bind(1, id).bind(2, state).bind(3, wall_ms);
+    return q.exec();
+  }
+
+  Status finish(int64_t id, const std::string& state, int64_t now_ms, std::optional<double> score,
+                const json& result, const std::string& error) {
+    {
+      Query q(st_.finish_run);
+      q.bind(1, id).bind(2, state).bind(3, now_ms);
+      if (score) {
+        q.bind(4, *score);
+      } else {
+        q.bindNull(4);
+      }
+      q.bind(5, dumpJson(result)).bind(6, error);
+      FC_RETURN_IF_ERROR(q.exec());
+    }
+    return addTransition(id, state, now_ms);
+  }
+
+  static Result<ScenarioRecord> readScenario(const Query& q) {
+    ScenarioRecord r;
+    r.name = q.text(0);
+    auto document = parseJson(q.text(1), "scenario " + r.name);
+    if (!document.isOk()) return document.status();
+    r.document = std::move(document).value();
+    r.builtin = q.int64(2) != 0;
+    r.updated_ms = q.int64(3);
+    return r;
+  }
+
+  // Columns in kRunColumns order.
+  static Result<RunRecord> readRun(const Query& q) {
+    RunRecord r;
+    r.id = q.int64(0);
+    const std::string name = "run " + std::to_string(r.id);
+    r.scenario_name = q.text(1);
+    auto scenario = parseJson(q.text(2), name + " scenario");
+    if (!scenario.isOk()) return scenario.status();
+    r.scenario = std::move(scenario).value();
+    r.fabric = q.text(3);
+    r.state = q.text(4);
+    r.created_ms = q.int64(5);
+    r.started_ms = q.int64(6);
+    r.finished_ms = q.int64(7);
+    if (!q.isNull(8)) r.score = q.real(8);
+    auto result = parseJson(q.text(9), name + " result");
+    if (!result.isOk()) return result.status();
+    r.result = std::move(result).value();
+    auto attributes = parseJson(q.text(10), name + " attributes");
+    if (!attributes.isOk()) return attributes.status();
+    r.attributes = std::move(attributes).value();
+    r.error = q.text(11);
+    return r;
+  }
+
+  std::mutex mu_;
+  // Declared before st_ so that the statements are finalized before the connection closes.
+  DbHandle db_;
+  Statements st_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  const std::string what = "open store " + path;
+  auto db = openConnection(path);
+  if (!db.isOk()) return db.status().withContext(what);
+  FC_RETURN_IF_ERROR(migrate(db->get()).withContext(what));
+  auto store = std::make_unique<SqliteStore>(std::move(db).value());
+  FC_RETURN_IF_ERROR(store->init().withContext(what));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace fabric_chaos::store

@@ -1,0 +1,206 @@
+#include "tests/privileged/support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+namespace fabric_chaos::testing {
+
+std::string missingPrivilegedPrerequisite() {
+  if (geteuid() != 0) return "the privileged tier needs root (network namespaces)";
+  if (!std::filesystem::exists("/proc/self/ns/net")) return "no network namespace support";
+  if (runShell("command -v ip >/dev/null && command -v nft >/dev/null").exit_code != 0) {
+    return "iproute2 (ip) and nftables (nft) must be installed";
+  }
+  const char* binary = std::getenv("FC_BINARY");
+  if (binary == nullptr || !std::filesystem::exists(binary)) {
+    return "FC_BINARY must point at the built fabric-chaos binary (ctest sets it)";
+  }
+  return "";
+}
+
+CommandOutput runShell(const std::string& command) {
+  CommandOutput result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+nlohmann::json HttpReply::json() const {
+  return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+}
+
+HttpReply httpRequest(int port, const std::string& method, const std::string& target,
+                      const std::string& body) {
+  HttpReply reply;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return reply;
+  }
+  std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                        "Connection: close\r\nContent-Type: application/json\r\n" +
+                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string raw;
+  char buffer[65536];
+  ssize_t n;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) raw.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  auto header_end = raw.find("\r\n\r\n");
+  if (raw.size() < 12 || header_end == std::string::npos) return reply;
+  reply.status = std::atoi(raw.substr(9, 3).c_str());
+  reply.body = raw.substr(header_end + 4);
+  return reply;
+}
+
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir) {
+  std::vector<std::string> args{std::getenv("FC_BINARY"), "serve", "--listen", "127.0.0.1:0",
+                                "--db", dir + "/fc.db", "--state-dir", dir + "/state"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  stdout_fd_ = fds[0];
+  reader_ = std::thread([this] {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = read(stdout_fd_, buffer, sizeof(buffer))) > 0) {
+      std::lock_guard lock(mu_);
+      output_.append(buffer, static_cast<size_t>(n));
+    }
+  });
+}
+
+ServeProcess::~ServeProcess() {
+  if (pid_ > 0) stop(20000);
+  if (reader_.joinable()) reader_.join();
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+int ServeProcess::waitForPort(int timeout_ms) {
+  static const std::regex kServing(R"(serving on http://127\.0\.0\.1:(\d+))");
+  const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
+  while (steadyNowNs() < deadline) {
+    std::smatch match;
+    std::string out = output();
+    if (std::regex_search(out, match, kServing)) return std::stoi(match[1]);
+    int status;
+    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+int ServeProcess::stop(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGINT);
+  const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (steadyNowNs() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+  if (reader_.joinable()) reader_.join();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ServeProcess::output() {
+  std::lock_guard lock(mu_);
+  return output_;
+}
+
+LinkObserver::LinkObserver(std::string netns, std::string ifname, int period_ms)
+    : netns_(std::move(netns)), ifname_(std::move(ifname)), period_ms_(period_ms) {
+  thread_ = std::thread([this] {
+    int last = -1;
+    while (!stopping_) {
+      // `ip -o link show` prints the flags as <BROADCAST,MULTICAST,UP,LOWER_UP>.
+      auto out = runShell("ip -n " + netns_ + " -o link show dev " + ifname_ + " 2>/dev/null");
+      const int64_t t = steadyNowNs();
+      if (out.exit_code == 0) {
+        auto open = out.out.find('<');
+        auto close = out.out.find('>');
+        std::string flags = "," + out.out.substr(open + 1, close - open - 1) + ",";
+        int up = flags.find(",UP,") != std::string::npos ? 1 : 0;
+        if (up != last) changes_.push_back({t, up == 1});
+        last = up;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(period_ms_));
+    }
+  });
+}
+
+LinkObserver::~LinkObserver() { stop(); }
+
+std::vector<LinkObserver::Change> LinkObserver::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  return changes_;
+}
+
+std::vector<std::string> namespacesWithPrefix(const std::string& prefix) {
+  std::vector<std::string> names;
+  std::istringstream lines(runShell("ip netns list").out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::string name = line.substr(0, line.find(' '));
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+std::string makeTempDir() {
+  char tmpl[] = "/tmp/fc-test-XXXXXX";
+  char* dir = mkdtemp(tmpl);
+  return dir == nullptr ? "" : dir;
+}
+
+}  // namespace fabric_chaos::testing

@@ -1,0 +1,95 @@
+#pragma once
+// Shared helpers for the privileged tier: the root check (a failure in CI, a skip elsewhere), a
+// tiny HTTP/1.1 client for 127.0.0.1, a `fabric-chaos serve` child process, and an independent
+// link observer that polls `ip` (never the injector's own code).
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fabric_chaos::testing {
+
+// Returns a reason to skip (outside CI) or "" when the tier can run. Call through
+// FC_REQUIRE_ROOT(), which fails the test in CI.
+std::string missingPrivilegedPrerequisite();
+
+#define FC_REQUIRE_ROOT()                                                          \
+  do {                                                                             \
+    std::string missing = ::fabric_chaos::testing::missingPrivilegedPrerequisite(); \
+    if (!missing.empty()) {                                                        \
+      const char* ci = std::getenv("CI");                                          \
+      if (ci != nullptr && std::string(ci) == "true") FAIL() << missing;           \
+      GTEST_SKIP() << missing;                                                     \
+    }                                                                              \
+  } while (0)
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string out;
+};
+CommandOutput runShell(const std::string& command);
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  nlohmann::json json() const;
+};
+HttpReply httpRequest(int port, const std::string& method, const std::string& target,
+                      const std::string& body = "");
+
+int64_t steadyNowNs();
+
+// `fabric-chaos serve` with its own database and state directory, its stdout collected.
+class ServeProcess {
+ public:
+  ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir);
+  ~ServeProcess();
+  // Waits for "serving on http://127.0.0.1:PORT"; returns the port or 0.
+  int waitForPort(int timeout_ms);
+  // SIGINT and wait; returns the exit code.
+  int stop(int timeout_ms);
+  std::string output();
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::thread reader_;
+  std::mutex mu_;
+  std::string output_;
+};
+
+// Polls `ip -n NETNS -o link show IFNAME` and records every admin-state change with the steady
+// clock time it was first seen.
+class LinkObserver {
+ public:
+  struct Change {
+    int64_t t_ns;
+    bool admin_up;
+  };
+  LinkObserver(std::string netns, std::string ifname, int period_ms = 5);
+  ~LinkObserver();
+  std::vector<Change> stop();
+
+ private:
+  std::string netns_;
+  std::string ifname_;
+  int period_ms_;
+  std::atomic<bool> stopping_{false};
+  std::vector<Change> changes_;
+  std::thread thread_;
+};
+
+// Namespaces of the given prefix still present.
+std::vector<std::string> namespacesWithPrefix(const std::string& prefix);
+
+std::string makeTempDir();
+
+}  // namespace fabric_chaos::testing
