@@ -17,6 +17,10 @@ namespace fabric_chaos::scenarios {
 
 using nlohmann::json;
 
+// Upper bound of at_ms, duration_ms and max_duration_ms (one day), so that timing sums never
+// overflow.
+inline constexpr int64_t kMaxTimeMs = 86'400'000;
+
 // Exactly one of host / link / labels is set. `side` says which end of a link a link-level fault
 // acts on: "switch" (the switch port, as a cable or switch-port failure would) or "host" (the NIC).
 struct TargetSelector {

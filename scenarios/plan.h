@@ -25,6 +25,17 @@ struct PlannedAction {
   int64_t revert_at_ms = 0;  // likewise
 };
 
+// One fault-in-force interval of a step, in ms from the end of the baseline window.
+struct FaultPhase {
+  int64_t apply_at_ms = 0;
+  int64_t revert_at_ms = 0;
+};
+
+// The phases of `step` (which is steps[index]) without a fabric: the timing rules above, shared
+// by planFaults, validateForFabric and Scenario::plannedDurationMs. kInvalidArgument naming
+// steps[index].params.X or steps[index].duration_ms when the timing is malformed.
+core::Result<std::vector<FaultPhase>> stepPhases(const FaultStep& step, int index);
+
 // Actions sorted by apply_at_ms. Steps with several resolved targets get one action per target.
 core::Result<std::vector<PlannedAction>> planFaults(const Scenario& scenario,
                                                     const Fabric& fabric);

@@ -1,0 +1,371 @@
+#include "scenarios/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <string_view>
+
+#include "scenarios/plan.h"
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+
+constexpr size_t kMaxSteps = 64;
+
+Status invalid(const std::string& path, const std::string& what) {
+  return Status(StatusCode::kInvalidArgument, path + ": " + what);
+}
+
+std::string child(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string element(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+// `obj` must be an object whose keys are all in `allowed`; the first unknown key is named.
+Status checkObject(const json& obj, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) {
+  if (!obj.is_object()) return invalid(path.empty() ? "scenario" : path, "must be a JSON object");
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return invalid(child(path, key), "unknown field");
+    }
+  }
+  return Status::ok();
+}
+
+const json* find(const json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::optional<int64_t> asInt64(const json& value) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+std::string range(int64_t lo, int64_t hi) {
+  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+// An optional integer field in [lo, hi]; `out` keeps its default when the field is absent.
+template <typename Int>
+Status readInt(const json& obj, const std::string& path, std::string_view key, int64_t lo,
+               int64_t hi, Int& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  const std::optional<int64_t> v = asInt64(*value);
+  if (!v || *v < lo || *v > hi) {
+    return invalid(child(path, key), "must be an integer in " + range(lo, hi));
+  }
+  out = static_cast<Int>(*v);
+  return Status::ok();
+}
+
+// An optional time offset or length: 0..kMaxTimeMs.
+Status readTime(const json& obj, const std::string& path, std::string_view key, int64_t& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  const std::optional<int64_t> v = asInt64(*value);
+  if (!v || *v < 0) {
+    if (value->is_number_unsigned()) {
+      return invalid(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
+    }
+    return invalid(child(path, key), "must be a non-negative integer");
+  }
+  if (*v > kMaxTimeMs) {
+    return invalid(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
+  }
+  out = *v;
+  return Status::ok();
+}
+
+// An optional number in [lo, hi], or in (lo, hi) when `open`.
+Status readNumber(const json& obj, const std::string& path, std::string_view key, double lo,
+                  double hi, bool open, const std::string& expected, double& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  if (!value->is_number()) return invalid(child(path, key), expected);
+  const double v = value->get<double>();
+  const bool in_range = open ? (v > lo && v < hi) : (v >= lo && v <= hi);
+  if (!std::isfinite(v) || !in_range) return invalid(child(path, key), expected);
+  out = v;
+  return Status::ok();
+}
+
+Status readOptionalNumber(const json& obj, const std::string& path, std::string_view key, double lo,
+                          double hi, const std::string& expected, std::optional<double>& out) {
+  if (find(obj, key) == nullptr) return Status::ok();
+  double v = 0;
+  FC_RETURN_IF_ERROR(readNumber(obj, path, key, lo, hi, /*open=*/false, expected, v));
+  out = v;
+  return Status::ok();
+}
+
+Status readString(const json& obj, const std::string& path, std::string_view key,
+                  std::string& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  if (!value->is_string()) return invalid(child(path, key), "must be a string");
+  out = value->get<std::string>();
+  return Status::ok();
+}
+
+Status readNonEmptyString(const json& value, const std::string& path, std::string& out) {
+  if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+    return invalid(path, "must be a non-empty string");
+  }
+  out = value.get<std::string>();
+  return Status::ok();
+}
+
+Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path,
+                                 {"transport", "hosts", "message_bytes", "compute_ms",
+                                  "peer_timeout_ms", "reconnect_budget_ms"}));
+  if (const json* transport = find(obj, "transport")) {
+    if (!transport->is_string() || (*transport != "tcp" && *transport != "verbs")) {
+      return invalid(child(path, "transport"), "must be \"tcp\" or \"verbs\"");
+    }
+    out.transport = transport->get<std::string>();
+  }
+  if (const json* hosts = find(obj, "hosts")) {
+    const std::string hosts_path = child(path, "hosts");
+    if (!hosts->is_array()) return invalid(hosts_path, "must be an array of host names");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < hosts->size(); ++i) {
+      std::string host;
+      FC_RETURN_IF_ERROR(readNonEmptyString((*hosts)[i], element(hosts_path, i), host));
+      if (!seen.insert(host).second) {
+        return invalid(element(hosts_path, i), "duplicate host " + host);
+      }
+      out.hosts.push_back(std::move(host));
+    }
+  }
+  FC_RETURN_IF_ERROR(
+      readInt(obj, path, "message_bytes", 4096, int64_t{1} << 30, out.message_bytes));
+  FC_RETURN_IF_ERROR(readInt(obj, path, "compute_ms", 0, 60000, out.compute_ms));
+  FC_RETURN_IF_ERROR(readInt(obj, path, "peer_timeout_ms", 100, 600000, out.peer_timeout_ms));
+  FC_RETURN_IF_ERROR(
+      readInt(obj, path, "reconnect_budget_ms", 0, 3600000, out.reconnect_budget_ms));
+  return Status::ok();
+}
+
+Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side"}));
+  const json* host = find(obj, "host");
+  const json* link = find(obj, "link");
+  const json* labels = find(obj, "labels");
+  if ((host != nullptr) + (link != nullptr) + (labels != nullptr) != 1) {
+    return invalid(path, "exactly one of host, link, labels");
+  }
+  if (host != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*host, child(path, "host"), out.host));
+  if (link != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*link, child(path, "link"), out.link));
+  if (labels != nullptr) {
+    const std::string labels_path = child(path, "labels");
+    if (!labels->is_object() || labels->empty()) {
+      return invalid(labels_path, "must be a non-empty object of label names to values");
+    }
+    for (const auto& [key, value] : labels->items()) {
+      if (key.empty()) return invalid(labels_path, "label names must not be empty");
+      if (!value.is_string()) return invalid(child(labels_path, key), "must be a string");
+      out.labels[key] = value.get<std::string>();
+    }
+  }
+  if (const json* side = find(obj, "side")) {
+    if (!side->is_string() || (*side != "switch" && *side != "host")) {
+      return invalid(child(path, "side"), "must be \"switch\" or \"host\"");
+    }
+    out.side = side->get<std::string>();
+  }
+  return Status::ok();
+}
+
+Status parseStep(const json& obj, const std::string& path, FaultStep& out) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"kind", "target", "at_ms", "duration_ms", "params"}));
+  const json* kind = find(obj, "kind");
+  if (kind == nullptr) return invalid(child(path, "kind"), "required");
+  FC_RETURN_IF_ERROR(readNonEmptyString(*kind, child(path, "kind"), out.kind));
+  const json* target = find(obj, "target");
+  if (target == nullptr) return invalid(child(path, "target"), "required");
+  FC_RETURN_IF_ERROR(parseTarget(*target, child(path, "target"), out.target));
+  FC_RETURN_IF_ERROR(readTime(obj, path, "at_ms", out.at_ms));
+  FC_RETURN_IF_ERROR(readTime(obj, path, "duration_ms", out.duration_ms));
+  if (const json* params = find(obj, "params")) {
+    if (!params->is_object()) return invalid(child(path, "params"), "must be an object");
+    out.params = *params;
+  }
+  return Status::ok();
+}
+
+Status parseGates(const json& obj, const std::string& path, Gates& out) {
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"min_score", "max_recovery_ms", "min_retained", "require_survival"}));
+  FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_score", 0, 100,
+                                        "must be a number in [0, 100]", out.min_score));
+  FC_RETURN_IF_ERROR(
+      readOptionalNumber(obj, path, "max_recovery_ms", 0, static_cast<double>(kMaxTimeMs),
+                         "must be a non-negative number of milliseconds", out.max_recovery_ms));
+  FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_retained", 0, 1,
+                                        "must be a number in [0, 1]", out.min_retained));
+  if (const json* survival = find(obj, "require_survival")) {
+    if (!survival->is_boolean()) {
+      return invalid(child(path, "require_survival"), "must be true or false");
+    }
+    out.require_survival = survival->get<bool>();
+  }
+  return Status::ok();
+}
+
+Status parseInto(const json& doc, Scenario& out) {
+  FC_RETURN_IF_ERROR(
+      checkObject(doc, "",
+                  {"version", "name", "description", "workload", "baseline_ms", "steps",
+                   "recovery_ms", "tolerance", "recovered_after", "max_duration_ms", "gates"}));
+  const json* version = find(doc, "version");
+  if (version == nullptr) return invalid("version", "required");
+  if (asInt64(*version) != std::optional<int64_t>(1)) return invalid("version", "must be 1");
+  out.version = 1;
+
+  const json* name = find(doc, "name");
+  if (name == nullptr) return invalid("name", "required");
+  if (!name->is_string()) return invalid("name", "must be a string");
+  out.name = name->get<std::string>();
+  if (!isValidScenarioName(out.name)) {
+    return invalid("name", "\"" + out.name +
+                               "\" is not a valid name: 1-64 characters from a-z 0-9 . _ -, "
+                               "starting with a letter or digit");
+  }
+  FC_RETURN_IF_ERROR(readString(doc, "", "description", out.description));
+
+  if (const json* workload = find(doc, "workload")) {
+    FC_RETURN_IF_ERROR(parseWorkload(*workload, "workload", out.workload));
+  }
+  FC_RETURN_IF_ERROR(readInt(doc, "", "baseline_ms", 500, 3600000, out.baseline_ms));
+  if (const json* steps = find(doc, "steps")) {
+    if (!steps->is_array()) return invalid("steps", "must be an array");
+    if (steps->size() > kMaxSteps) {
+      return invalid("steps", "at most " + std::to_string(kMaxSteps) + " steps are allowed, got " +
+                                  std::to_string(steps->size()));
+    }
+    for (size_t i = 0; i < steps->size(); ++i) {
+      FaultStep step;
+      FC_RETURN_IF_ERROR(parseStep((*steps)[i], element("steps", i), step));
+      out.steps.push_back(std::move(step));
+    }
+  }
+  FC_RETURN_IF_ERROR(readInt(doc, "", "recovery_ms", 500, 3600000, out.recovery_ms));
+  FC_RETURN_IF_ERROR(readNumber(doc, "", "tolerance", 0, 1, /*open=*/true,
+                                "must be a number in (0, 1)", out.tolerance));
+  FC_RETURN_IF_ERROR(readInt(doc, "", "recovered_after", 1, 1000, out.recovered_after));
+  FC_RETURN_IF_ERROR(readInt(doc, "", "max_duration_ms", 1000, kMaxTimeMs, out.max_duration_ms));
+  if (const json* gates = find(doc, "gates")) {
+    FC_RETURN_IF_ERROR(parseGates(*gates, "gates", out.gates));
+  }
+  return Status::ok();
+}
+
+json targetToJson(const TargetSelector& target) {
+  json out = json::object();
+  if (!target.host.empty()) out["host"] = target.host;
+  if (!target.link.empty()) out["link"] = target.link;
+  if (!target.labels.empty()) out["labels"] = target.labels;
+  out["side"] = target.side;
+  return out;
+}
+
+// Clamped time parts can be summed without overflow.
+int64_t clampTime(int64_t v) { return std::clamp<int64_t>(v, 0, kMaxTimeMs); }
+
+}  // namespace
+
+std::string TargetSelector::describe() const {
+  if (!host.empty()) return "host " + host;
+  if (!link.empty()) return "link " + link;
+  if (!labels.empty()) {
+    std::string out = "labels {";
+    bool first = true;
+    for (const auto& [key, value] : labels) {
+      if (!first) out += ", ";
+      first = false;
+      out += key + "=" + value;
+    }
+    return out + "}";
+  }
+  return "(empty selector)";
+}
+
+int64_t Scenario::plannedDurationMs() const {
+  // Every part is clamped to [0, kMaxTimeMs], so the sum stays far below INT64_MAX even for a
+  // Scenario built in code with absurd values.
+  int64_t last_end = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const FaultStep& step = steps[i];
+    int64_t end = clampTime(step.at_ms) + clampTime(step.duration_ms);
+    auto phases = stepPhases(step, static_cast<int>(i));
+    if (phases.isOk() && !phases->empty()) end = phases->back().revert_at_ms;
+    last_end = std::max(last_end, end);
+  }
+  return clampTime(baseline_ms) + clampTime(last_end) + clampTime(recovery_ms);
+}
+
+bool isValidScenarioName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!lower_or_digit(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return lower_or_digit(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+core::Result<Scenario> parseScenario(const json& doc) {
+  Scenario scenario;
+  FC_RETURN_IF_ERROR(parseInto(doc, scenario));
+  return scenario;
+}
+
+json toJson(const Scenario& scenario) {
+  json steps = json::array();
+  for (const FaultStep& step : scenario.steps) {
+    steps.push_back({{"kind", step.kind},
+                     {"target", targetToJson(step.target)},
+                     {"at_ms", step.at_ms},
+                     {"duration_ms", step.duration_ms},
+                     {"params", step.params.is_null() ? json::object() : step.params}});
+  }
+  json gates = {{"require_survival", scenario.gates.require_survival}};
+  if (scenario.gates.min_score) gates["min_score"] = *scenario.gates.min_score;
+  if (scenario.gates.max_recovery_ms) gates["max_recovery_ms"] = *scenario.gates.max_recovery_ms;
+  if (scenario.gates.min_retained) gates["min_retained"] = *scenario.gates.min_retained;
+  const WorkloadSpec& w = scenario.workload;
+  return {{"version", scenario.version},
+          {"name", scenario.name},
+          {"description", scenario.description},
+          {"workload",
+           {{"transport", w.transport},
+            {"hosts", w.hosts},
+            {"message_bytes", w.message_bytes},
+            {"compute_ms", w.compute_ms},
+            {"peer_timeout_ms", w.peer_timeout_ms},
+            {"reconnect_budget_ms", w.reconnect_budget_ms}}},
+          {"baseline_ms", scenario.baseline_ms},
+          {"steps", std::move(steps)},
+          {"recovery_ms", scenario.recovery_ms},
+          {"tolerance", scenario.tolerance},
+          {"recovered_after", scenario.recovered_after},
+          {"max_duration_ms", scenario.max_duration_ms},
+          {"gates", std::move(gates)}};
+}
+
+}  // namespace fabric_chaos::scenarios

@@ -1,0 +1,350 @@
+#include "scenarios/topology.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <set>
+#include <string_view>
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+
+Status invalid(const std::string& path, const std::string& what) {
+  return Status(StatusCode::kInvalidArgument, path + ": " + what);
+}
+
+std::string child(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string element(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+Status checkObject(const json& obj, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) {
+  if (!obj.is_object()) return invalid(path.empty() ? "fabric" : path, "must be a JSON object");
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return invalid(child(path, key), "unknown field");
+    }
+  }
+  return Status::ok();
+}
+
+const json* find(const json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+Status requiredName(const json& obj, const std::string& path, std::string_view key,
+                    std::string& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return invalid(child(path, key), "required");
+  if (!value->is_string() || value->get_ref<const std::string&>().empty()) {
+    return invalid(child(path, key), "must be a non-empty string");
+  }
+  out = value->get<std::string>();
+  return Status::ok();
+}
+
+Status optionalString(const json& obj, const std::string& path, std::string_view key,
+                      std::string& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  if (!value->is_string()) return invalid(child(path, key), "must be a string");
+  out = value->get<std::string>();
+  return Status::ok();
+}
+
+// An optional array of objects; `parse` reads element i.
+template <typename Parse>
+Status forEachObject(const json& obj, const std::string& path, std::string_view key, Parse parse) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return Status::ok();
+  if (!value->is_array()) return invalid(child(path, key), "must be an array");
+  for (size_t i = 0; i < value->size(); ++i) {
+    FC_RETURN_IF_ERROR(parse((*value)[i], element(child(path, key), i)));
+  }
+  return Status::ok();
+}
+
+Status parseLabels(const json& obj, const std::string& path,
+                   std::map<std::string, std::string>& out) {
+  const json* labels = find(obj, "labels");
+  if (labels == nullptr) return Status::ok();
+  const std::string labels_path = child(path, "labels");
+  if (!labels->is_object()) return invalid(labels_path, "must be an object of strings");
+  for (const auto& [key, value] : labels->items()) {
+    if (!value.is_string()) return invalid(child(labels_path, key), "must be a string");
+    out[key] = value.get<std::string>();
+  }
+  return Status::ok();
+}
+
+Status parseHost(const json& obj, const std::string& path, Host& host) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "agent", "nics", "labels"}));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "name", host.name));
+  FC_RETURN_IF_ERROR(optionalString(obj, path, "netns", host.netns));
+  FC_RETURN_IF_ERROR(optionalString(obj, path, "agent", host.agent));
+  std::set<std::string> nic_names;
+  FC_RETURN_IF_ERROR(forEachObject(obj, path, "nics", [&](const json& n, const std::string& p) {
+    Nic nic;
+    FC_RETURN_IF_ERROR(checkObject(n, p, {"name", "address"}));
+    FC_RETURN_IF_ERROR(requiredName(n, p, "name", nic.name));
+    FC_RETURN_IF_ERROR(optionalString(n, p, "address", nic.address));
+    if (!nic_names.insert(nic.name).second) {
+      return invalid(child(p, "name"), "duplicate nic " + nic.name + " on host " + host.name);
+    }
+    host.nics.push_back(std::move(nic));
+    return Status::ok();
+  }));
+  return parseLabels(obj, path, host.labels);
+}
+
+Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "bridge", "ports", "labels"}));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "name", sw.name));
+  FC_RETURN_IF_ERROR(optionalString(obj, path, "netns", sw.netns));
+  FC_RETURN_IF_ERROR(optionalString(obj, path, "bridge", sw.bridge));
+  if (const json* ports = find(obj, "ports")) {
+    const std::string ports_path = child(path, "ports");
+    if (!ports->is_array()) return invalid(ports_path, "must be an array of interface names");
+    for (size_t i = 0; i < ports->size(); ++i) {
+      const json& port = (*ports)[i];
+      if (!port.is_string() || port.get_ref<const std::string&>().empty()) {
+        return invalid(element(ports_path, i), "must be a non-empty string");
+      }
+      if (std::find(sw.ports.begin(), sw.ports.end(), port) != sw.ports.end()) {
+        return invalid(element(ports_path, i),
+                       "duplicate port " + port.get<std::string>() + " on switch " + sw.name);
+      }
+      sw.ports.push_back(port.get<std::string>());
+    }
+  }
+  return parseLabels(obj, path, sw.labels);
+}
+
+Status parseLink(const json& obj, const std::string& path, Link& link) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"id", "host", "nic", "switch", "port"}));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "id", link.id));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "host", link.host));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "nic", link.nic));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "switch", link.switch_name));
+  FC_RETURN_IF_ERROR(requiredName(obj, path, "port", link.port));
+  return Status::ok();
+}
+
+// References and uniqueness across the whole fabric; `fabric` holds everything before `links`.
+Status checkLink(const Fabric& fabric, const Link& link, const std::string& path) {
+  const Host* host = fabric.findHost(link.host);
+  if (host == nullptr) return invalid(child(path, "host"), "unknown host " + link.host);
+  const bool has_nic = std::any_of(host->nics.begin(), host->nics.end(),
+                                   [&](const Nic& nic) { return nic.name == link.nic; });
+  if (!has_nic)
+    return invalid(child(path, "nic"), "host " + host->name + " has no nic " + link.nic);
+  const Switch* sw = fabric.findSwitch(link.switch_name);
+  if (sw == nullptr) return invalid(child(path, "switch"), "unknown switch " + link.switch_name);
+  if (std::find(sw->ports.begin(), sw->ports.end(), link.port) == sw->ports.end()) {
+    return invalid(child(path, "port"), "switch " + sw->name + " has no port " + link.port);
+  }
+  for (const Link& other : fabric.links) {
+    if (other.id == link.id) return invalid(child(path, "id"), "duplicate link " + link.id);
+    if (other.host == link.host && other.nic == link.nic) {
+      return invalid(child(path, "nic"), "nic " + link.nic + " of host " + link.host +
+                                             " is already cabled by link " + other.id);
+    }
+    if (other.switch_name == link.switch_name && other.port == link.port) {
+      return invalid(child(path, "port"), "port " + link.port + " of switch " + link.switch_name +
+                                              " is already cabled by link " + other.id);
+    }
+  }
+  return Status::ok();
+}
+
+Status parseFabric(const json& doc, Fabric& fabric) {
+  FC_RETURN_IF_ERROR(checkObject(doc, "", {"name", "kind", "hosts", "switches", "links"}));
+  FC_RETURN_IF_ERROR(requiredName(doc, "", "name", fabric.name));
+  FC_RETURN_IF_ERROR(optionalString(doc, "", "kind", fabric.kind));
+  if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
+  FC_RETURN_IF_ERROR(forEachObject(doc, "", "hosts", [&](const json& obj, const std::string& p) {
+    Host host;
+    FC_RETURN_IF_ERROR(parseHost(obj, p, host));
+    if (fabric.findHost(host.name) != nullptr) {
+      return invalid(child(p, "name"), "duplicate host " + host.name);
+    }
+    fabric.hosts.push_back(std::move(host));
+    return Status::ok();
+  }));
+  FC_RETURN_IF_ERROR(forEachObject(doc, "", "switches", [&](const json& obj, const std::string& p) {
+    Switch sw;
+    FC_RETURN_IF_ERROR(parseSwitch(obj, p, sw));
+    if (fabric.findSwitch(sw.name) != nullptr) {
+      return invalid(child(p, "name"), "duplicate switch " + sw.name);
+    }
+    fabric.switches.push_back(std::move(sw));
+    return Status::ok();
+  }));
+  return forEachObject(doc, "", "links", [&](const json& obj, const std::string& p) {
+    Link link;
+    FC_RETURN_IF_ERROR(parseLink(obj, p, link));
+    FC_RETURN_IF_ERROR(checkLink(fabric, link, p));
+    fabric.links.push_back(std::move(link));
+    return Status::ok();
+  });
+}
+
+Status unprocessable(const std::string& message) {
+  return Status(StatusCode::kUnprocessable, message);
+}
+
+const Link* firstLink(const Fabric& fabric, const std::string& host) {
+  for (const Link& link : fabric.links) {
+    if (link.host == host) return &link;
+  }
+  return nullptr;
+}
+
+core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link,
+                                      const std::string& side) {
+  ResolvedTarget target;
+  target.host = link.host;
+  target.link_id = link.id;
+  target.side = side;
+  if (side == "host") {
+    const Host* host = fabric.findHost(link.host);
+    if (host == nullptr) {
+      return unprocessable("link " + link.id + " names host " + link.host +
+                           ", which is not in fabric " + fabric.name);
+    }
+    target.netns = host->netns;
+    target.ifname = link.nic;
+  } else {
+    const Switch* sw = fabric.findSwitch(link.switch_name);
+    if (sw == nullptr) {
+      return unprocessable("link " + link.id + " names switch " + link.switch_name +
+                           ", which is not in fabric " + fabric.name);
+    }
+    target.netns = sw->netns;
+    target.ifname = link.port;
+  }
+  return target;
+}
+
+bool hasLabels(const Host& host, const std::map<std::string, std::string>& wanted) {
+  return std::all_of(wanted.begin(), wanted.end(), [&](const auto& pair) {
+    auto it = host.labels.find(pair.first);
+    return it != host.labels.end() && it->second == pair.second;
+  });
+}
+
+}  // namespace
+
+const Host* Fabric::findHost(const std::string& name) const {
+  auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == name; });
+  return it == hosts.end() ? nullptr : &*it;
+}
+
+const Switch* Fabric::findSwitch(const std::string& name) const {
+  auto it = std::find_if(switches.begin(), switches.end(),
+                         [&](const Switch& s) { return s.name == name; });
+  return it == switches.end() ? nullptr : &*it;
+}
+
+const Link* Fabric::findLink(const std::string& id) const {
+  auto it = std::find_if(links.begin(), links.end(), [&](const Link& l) { return l.id == id; });
+  return it == links.end() ? nullptr : &*it;
+}
+
+core::Result<Fabric> fabricFromJson(const nlohmann::json& doc) {
+  Fabric fabric;
+  FC_RETURN_IF_ERROR(parseFabric(doc, fabric));
+  return fabric;
+}
+
+nlohmann::json toJson(const Fabric& fabric) {
+  json hosts = json::array();
+  for (const Host& host : fabric.hosts) {
+    json nics = json::array();
+    for (const Nic& nic : host.nics) nics.push_back({{"name", nic.name}, {"address", nic.address}});
+    hosts.push_back({{"name", host.name},
+                     {"netns", host.netns},
+                     {"agent", host.agent},
+                     {"nics", std::move(nics)},
+                     {"labels", host.labels}});
+  }
+  json switches = json::array();
+  for (const Switch& sw : fabric.switches) {
+    switches.push_back({{"name", sw.name},
+                        {"netns", sw.netns},
+                        {"bridge", sw.bridge},
+                        {"ports", sw.ports},
+                        {"labels", sw.labels}});
+  }
+  json links = json::array();
+  for (const Link& link : fabric.links) {
+    links.push_back({{"id", link.id},
+                     {"host", link.host},
+                     {"nic", link.nic},
+                     {"switch", link.switch_name},
+                     {"port", link.port}});
+  }
+  return {{"name", fabric.name},
+          {"kind", fabric.kind},
+          {"hosts", std::move(hosts)},
+          {"switches", std::move(switches)},
+          {"links", std::move(links)}};
+}
+
+core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& selector,
+                                                         const Fabric& fabric) {
+  const int set = !selector.host.empty() + !selector.link.empty() + !selector.labels.empty();
+  if (set != 1) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a target must set exactly one of host, link, labels");
+  }
+  if (selector.side != "switch" && selector.side != "host") {
+    return Status(StatusCode::kInvalidArgument,
+                  "target side must be \"switch\" or \"host\", not \"" + selector.side + "\"");
+  }
+  const std::string what = "target " + selector.describe();
+  std::vector<ResolvedTarget> out;
+  auto add = [&](const Link& link) -> Status {
+    auto target = endpoint(fabric, link, selector.side);
+    if (!target.isOk()) return target.status();
+    out.push_back(std::move(target.value()));
+    return Status::ok();
+  };
+
+  if (!selector.host.empty()) {
+    if (fabric.findHost(selector.host) == nullptr) {
+      return unprocessable(what + " is not in fabric " + fabric.name);
+    }
+    const Link* link = firstLink(fabric, selector.host);
+    if (link == nullptr) {
+      return unprocessable(what + " has no link in fabric " + fabric.name);
+    }
+    FC_RETURN_IF_ERROR(add(*link));
+  } else if (!selector.link.empty()) {
+    const Link* link = fabric.findLink(selector.link);
+    if (link == nullptr) return unprocessable(what + " is not in fabric " + fabric.name);
+    FC_RETURN_IF_ERROR(add(*link));
+  } else {
+    for (const Host& host : fabric.hosts) {
+      if (!hasLabels(host, selector.labels)) continue;
+      const Link* link = firstLink(fabric, host.name);
+      if (link == nullptr) {
+        return unprocessable(what + " matches host " + host.name +
+                             ", which has no link in fabric " + fabric.name);
+      }
+      FC_RETURN_IF_ERROR(add(*link));
+    }
+    if (out.empty()) return unprocessable(what + " matches no host in fabric " + fabric.name);
+  }
+  return out;
+}
+
+}  // namespace fabric_chaos::scenarios

@@ -1,0 +1,80 @@
+#include "scenarios/validate.h"
+
+#include <algorithm>
+
+#include "scenarios/plan.h"
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+
+std::string joinKinds(const std::vector<std::string>& kinds) {
+  std::string out;
+  for (const std::string& kind : kinds) {
+    if (!out.empty()) out += ", ";
+    out += kind;
+  }
+  return out.empty() ? "(none registered)" : out;
+}
+
+Status validateWorkload(const WorkloadSpec& workload, const Fabric& fabric) {
+  for (size_t i = 0; i < workload.hosts.size(); ++i) {
+    if (fabric.findHost(workload.hosts[i]) == nullptr) {
+      return Status(StatusCode::kUnprocessable, "workload.hosts[" + std::to_string(i) + "]: host " +
+                                                    workload.hosts[i] + " is not in fabric " +
+                                                    fabric.name);
+    }
+  }
+  if (workload.hosts.empty() && fabric.hosts.size() < 2) {
+    return Status(StatusCode::kUnprocessable,
+                  "workload.hosts: the workload needs at least 2 hosts; fabric " + fabric.name +
+                      " has " + std::to_string(fabric.hosts.size()));
+  }
+  if (!workload.hosts.empty() && workload.hosts.size() < 2) {
+    return Status(StatusCode::kUnprocessable,
+                  "workload.hosts: the workload needs at least 2 hosts; " +
+                      std::to_string(workload.hosts.size()) + " listed");
+  }
+  return Status::ok();
+}
+
+Status validateStep(const FaultStep& step, int index, const Fabric& fabric,
+                    const KindCatalog& catalog) {
+  const std::string prefix = "steps[" + std::to_string(index) + "]";
+  if (std::find(catalog.kinds.begin(), catalog.kinds.end(), step.kind) == catalog.kinds.end()) {
+    return Status(StatusCode::kInvalidArgument, prefix + ".kind: unknown fault kind \"" +
+                                                    step.kind +
+                                                    "\"; valid kinds: " + joinKinds(catalog.kinds));
+  }
+  if (catalog.validate_params) {
+    FC_RETURN_IF_ERROR(
+        catalog.validate_params(step.kind, step.params).withContext(prefix + ".params"));
+  }
+  auto phases = stepPhases(step, index);
+  if (!phases.isOk()) return phases.status();
+  auto targets = resolveTargets(step.target, fabric);
+  if (!targets.isOk()) return targets.status().withContext(prefix + ".target");
+  return Status::ok();
+}
+
+}  // namespace
+
+core::Status validateForFabric(const Scenario& scenario, const Fabric& fabric,
+                               const KindCatalog& catalog) {
+  FC_RETURN_IF_ERROR(validateWorkload(scenario.workload, fabric));
+  for (size_t i = 0; i < scenario.steps.size(); ++i) {
+    FC_RETURN_IF_ERROR(validateStep(scenario.steps[i], static_cast<int>(i), fabric, catalog));
+  }
+  const int64_t planned = scenario.plannedDurationMs();
+  if (planned > scenario.max_duration_ms) {
+    return Status(StatusCode::kInvalidArgument,
+                  "max_duration_ms: the scenario needs " + std::to_string(planned) +
+                      " ms (baseline + fault steps + recovery), more than max_duration_ms " +
+                      std::to_string(scenario.max_duration_ms));
+  }
+  return Status::ok();
+}
+
+}  // namespace fabric_chaos::scenarios

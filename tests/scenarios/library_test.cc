@@ -1,0 +1,194 @@
+// The built-in scenarios in scenarios/library/ must parse, validate against a 4-host netns fabric
+// and plan to the timings docs/scenarios.md promises.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scenarios/model.h"
+#include "scenarios/plan.h"
+#include "scenarios/topology.h"
+#include "scenarios/validate.h"
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+fs::path libraryDir() {
+  if (const char* source = std::getenv("FC_SOURCE_DIR"); source != nullptr && *source != '\0') {
+    return fs::path(source) / "scenarios" / "library";
+  }
+  // Run by hand from the source tree, the build dir or the test's own build subdirectory.
+  for (const char* up : {".", "..", "../..", "../../.."}) {
+    const fs::path candidate = fs::path(up) / "scenarios" / "library";
+    if (fs::exists(candidate / "link-flap.json")) return candidate;
+  }
+  return fs::path("scenarios") / "library";
+}
+
+json readJson(const fs::path& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path << " (set FC_SOURCE_DIR to the source tree)";
+  json doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(doc.is_discarded()) << path << " is not valid JSON";
+  return doc;
+}
+
+// What `fabric-chaos lab up` describes: h0..h3, each eth0 cabled to a port of sw0.
+Fabric netnsLab() {
+  Fabric fabric;
+  fabric.name = "netns-lab";
+  fabric.kind = "netns";
+  Switch sw{"sw0", "fcl-sw0", "br0", {}, {{"role", "leaf"}}};
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "h" + std::to_string(i);
+    fabric.hosts.push_back(Host{name,
+                                "fcl-" + name,
+                                "local",
+                                {{"eth0", "10.200.0." + std::to_string(i + 1)}},
+                                {{"rack", "r" + std::to_string(i / 2)}, {"leaf", "sw0"}}});
+    sw.ports.push_back("p" + std::to_string(i));
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+  }
+  fabric.switches.push_back(sw);
+  return fabric;
+}
+
+// The parameters docs/scenarios.md documents for the two kinds, checked as an injector would.
+Status checkParams(const std::string& kind, const json& params) {
+  const std::set<std::string> allowed =
+      kind == "link_flap" ? std::set<std::string>{"down_ms", "up_ms", "count"}
+                          : std::set<std::string>{"percent", "direction", "correlation"};
+  for (const auto& [key, value] : params.items()) {
+    if (allowed.count(key) == 0) return Status(StatusCode::kInvalidArgument, key + ": unknown");
+  }
+  if (kind == "packet_loss") {
+    if (!params.contains("percent") || !params["percent"].is_number() ||
+        params["percent"].get<double>() <= 0 || params["percent"].get<double>() > 100) {
+      return Status(StatusCode::kInvalidArgument, "percent: must be a number in (0, 100]");
+    }
+    if (params.contains("direction")) {
+      const json& d = params["direction"];
+      if (d != "both" && d != "ingress" && d != "egress") {
+        return Status(StatusCode::kInvalidArgument, "direction: must be both, ingress or egress");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+KindCatalog catalog() { return KindCatalog{{"link_flap", "packet_loss"}, checkParams}; }
+
+Scenario load(const std::string& file) {
+  auto parsed = parseScenario(readJson(libraryDir() / file));
+  EXPECT_TRUE(parsed.isOk()) << file << ": " << parsed.status().toString();
+  return parsed.isOk() ? parsed.value() : Scenario{};
+}
+
+TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
+  const fs::path dir = libraryDir();
+  ASSERT_TRUE(fs::is_directory(dir)) << dir << " not found; set FC_SOURCE_DIR";
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    auto parsed = parseScenario(readJson(entry.path()));
+    ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+    EXPECT_EQ(parsed->name, entry.path().stem().string());
+    EXPECT_FALSE(parsed->description.empty());
+    Status st = validateForFabric(parsed.value(), netnsLab(), catalog());
+    EXPECT_TRUE(st.isOk()) << st.toString();
+    EXPECT_TRUE(planFaults(parsed.value(), netnsLab()).isOk());
+    names.insert(parsed->name);
+  }
+  EXPECT_TRUE(names.count("link-flap"));
+  EXPECT_TRUE(names.count("packet-loss"));
+}
+
+void expectCommonWorkload(const Scenario& s) {
+  EXPECT_EQ(s.workload.transport, "tcp");
+  EXPECT_TRUE(s.workload.hosts.empty());  // every host of the fabric
+  EXPECT_EQ(s.workload.message_bytes, 262144);
+  EXPECT_EQ(s.workload.compute_ms, 5);
+  EXPECT_EQ(s.baseline_ms, 3000);
+  EXPECT_EQ(s.recovery_ms, 5000);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].target.host, "h1");
+  EXPECT_EQ(s.steps[0].target.side, "switch");
+  EXPECT_EQ(s.steps[0].at_ms, 0);
+  EXPECT_EQ(s.gates.min_score, 20.0);
+  EXPECT_TRUE(s.gates.require_survival);
+}
+
+TEST(LibraryTest, LinkFlap) {
+  const Scenario s = load("link-flap.json");
+  expectCommonWorkload(s);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].kind, "link_flap");
+  EXPECT_EQ(s.steps[0].params, json({{"down_ms", 1000}, {"up_ms", 1000}, {"count", 2}}));
+  EXPECT_EQ(s.plannedDurationMs(), 3000 + 3000 + 5000);
+
+  auto plan = planFaults(s, netnsLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 2u);
+  EXPECT_EQ((*plan)[0].apply_at_ms, 0);
+  EXPECT_EQ((*plan)[0].revert_at_ms, 1000);
+  EXPECT_EQ((*plan)[1].apply_at_ms, 2000);
+  EXPECT_EQ((*plan)[1].revert_at_ms, 3000);
+  EXPECT_EQ((*plan)[0].target.netns, "fcl-sw0");
+  EXPECT_EQ((*plan)[0].target.ifname, "p1");
+}
+
+TEST(LibraryTest, PacketLoss) {
+  const Scenario s = load("packet-loss.json");
+  expectCommonWorkload(s);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].kind, "packet_loss");
+  EXPECT_EQ(s.steps[0].duration_ms, 4000);
+  EXPECT_EQ(s.steps[0].params, json({{"percent", 5}, {"direction", "both"}}));
+  EXPECT_EQ(s.plannedDurationMs(), 3000 + 4000 + 5000);
+
+  auto plan = planFaults(s, netnsLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].apply_at_ms, 0);
+  EXPECT_EQ((*plan)[0].revert_at_ms, 4000);
+  EXPECT_EQ((*plan)[0].target.ifname, "p1");
+}
+
+// Every complete scenario shown in docs/scenarios.md must be accepted as documented.
+TEST(LibraryTest, DocumentedExamplesAreValid) {
+  const fs::path doc_path = libraryDir() / ".." / ".." / "docs" / "scenarios.md";
+  std::ifstream in(doc_path);
+  ASSERT_TRUE(in.good()) << "cannot open " << doc_path;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int checked = 0;
+  for (size_t pos = text.find("```json\n"); pos != std::string::npos;
+       pos = text.find("```json\n", pos)) {
+    pos += 8;
+    const size_t end = text.find("```", pos);
+    ASSERT_NE(end, std::string::npos);
+    const json doc = json::parse(text.substr(pos, end - pos), nullptr, false);
+    pos = end + 3;
+    if (!doc.is_object() || !doc.contains("version")) continue;  // a fragment, not a scenario
+    auto parsed = parseScenario(doc);
+    ASSERT_TRUE(parsed.isOk()) << parsed.status().toString() << "\n" << doc.dump(2);
+    Status st = validateForFabric(parsed.value(), netnsLab(), catalog());
+    EXPECT_TRUE(st.isOk()) << st.toString() << "\n" << doc.dump(2);
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios
