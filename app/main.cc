@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   }
   if (command == "serve") return fabric_chaos::app::serveMain(argc - 2, argv + 2);
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
-  if (command == "workload") return fabric_chaos::app::workloadMain(argc - 2, argv + 2);
+  // The rank parser expects the subcommand name as argv[0].
+  if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

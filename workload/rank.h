@@ -33,12 +33,31 @@ struct RankOptions {
 
 // Parses `fabric-chaos workload` arguments (--rank, --world, --listen ADDR:PORT,
 // --next ADDR:PORT, --bytes, --compute-ms, --peer-timeout-ms, --reconnect-budget-ms,
-// --duration-s, --transport). kInvalidArgument naming the flag.
+// --duration-s, --flush-ms, --transport; also --flag=value). argv[0] is the subcommand name and is
+// skipped, as main() skips the program name. kInvalidArgument naming the flag.
 core::Result<RankOptions> parseRankArgs(int argc, char** argv);
 std::string rankUsage();
 
-// Runs the rank, writing report lines (workload/report.h) to out. Returns 0 on a normal finish,
-// non-zero when the ring could not be (re)formed within the budget.
+// Checks what parseRankArgs checks, for options built in code. kInvalidArgument naming the flag,
+// kNotSupported for the verbs transport.
+core::Status validateRankOptions(const RankOptions& options);
+
+// Runs the rank, writing report lines (workload/report.h) to out; the last line is always done.
+// Returns 0 on a normal finish (stop or max_duration_ms), 1 when the ring could not be (re)formed
+// within the budget or `out` failed (the agent is gone), 2 for invalid options. Reads stdout-like
+// `out` from its own thread only; `stop` may be set from any thread (e.g. a SIGTERM handler).
 int runRank(const RankOptions& options, std::ostream& out, const std::atomic<bool>& stop);
+
+// Test seams, unused in production: they let a test freeze a rank or make it drop its
+// connections the way a crashed host would.
+struct RankHooks {
+  // Called on the rank's thread before each new iteration (not before a restarted one); it may
+  // block, which makes the rank look hung to its neighbours.
+  std::function<void(int64_t iteration)> before_iteration;
+  // See TcpRingOptions::abort_connections (workload/sys/tcp_ring.h).
+  std::atomic<bool>* abort_connections = nullptr;
+};
+int runRank(const RankOptions& options, std::ostream& out, const std::atomic<bool>& stop,
+            const RankHooks& hooks);
 
 }  // namespace fabric_chaos::workload

@@ -35,6 +35,17 @@ struct ReportLine {
   int64_t iterations = 0;  // done only
 };
 
+// Event kinds a rank emits (ReportLine::kind), with their detail fields:
+//   peer_lost   {"reason": "eof|connection_reset|broken_pipe|timeout|aborted|error",
+//                "message": "...", "iteration": i, "epoch": e}
+//   reconnected {"after_ms": ms since peer_lost, "epoch": e}
+//   stall       {"iteration": i, "start_ns": iteration start, "duration_ms": to reconnection}
+//   rank_error  {"reason": "...", "iteration": i}  (the rank then writes done and exits non-zero)
+inline constexpr char kEventPeerLost[] = "peer_lost";
+inline constexpr char kEventReconnected[] = "reconnected";
+inline constexpr char kEventStall[] = "stall";
+inline constexpr char kEventRankError[] = "rank_error";
+
 std::string encodeReady(int rank, int64_t t_ns);
 std::string encodeSamples(int rank, const std::vector<RawSample>& samples);
 std::string encodeEvent(int rank, int64_t t_ns, const std::string& kind,

@@ -1,0 +1,424 @@
+#include "workload/rank.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "workload/report.h"
+#include "workload/ring.h"
+#include "workload/sys/tcp_ring.h"
+
+namespace fabric_chaos::workload {
+namespace {
+
+using core::Result;
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+
+constexpr int64_t kNsPerMs = 1'000'000;
+constexpr int64_t kMaxBytes = int64_t{1} << 30;
+constexpr int kMaxWorld = 65536;
+constexpr size_t kMaxSamplesPerLine = 1000;
+
+Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
+Result<int64_t> parseInt(const std::string& flag, const std::string& text, int64_t min,
+                         int64_t max) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return invalid(flag + " expects an integer, got \"" + text + "\"");
+  }
+  if (value < min || value > max) {
+    return invalid(flag + " must be between " + std::to_string(min) + " and " +
+                   std::to_string(max) + ", got " + text);
+  }
+  return value;
+}
+
+// "262144", "256K", "1M", "1G" (binary multiples).
+Result<int64_t> parseBytes(const std::string& flag, const std::string& text) {
+  std::string digits = text;
+  int64_t scale = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'k':
+      case 'K':
+        scale = int64_t{1} << 10;
+        break;
+      case 'm':
+      case 'M':
+        scale = int64_t{1} << 20;
+        break;
+      case 'g':
+      case 'G':
+        scale = int64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) digits.pop_back();
+  }
+  auto number = parseInt(flag, digits, 0, kMaxBytes / scale);
+  if (!number.isOk()) {
+    return invalid(flag + " expects a size such as 262144, 256K or 1M (at most 1G), got \"" + text +
+                   "\"");
+  }
+  return *number * scale;
+}
+
+bool isNumericAddress(const std::string& addr) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, addr.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, addr.c_str(), buf) == 1;
+}
+
+// "10.0.0.1:5000", "[fd00::1]:5000" or "fd00::1:5000" (the last colon separates the port).
+Status parseHostPort(const std::string& flag, const std::string& text, std::string* addr,
+                     int* port) {
+  std::string host;
+  std::string port_text;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find("]:");
+    if (close == std::string::npos) return invalid(flag + " expects [ADDR]:PORT, got " + text);
+    host = text.substr(1, close - 1);
+    port_text = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos)
+      return invalid(flag + " expects ADDR:PORT, got \"" + text + "\"");
+    host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  }
+  if (!isNumericAddress(host)) {
+    return invalid(flag + " expects a numeric IPv4 or IPv6 address, got \"" + host + "\"");
+  }
+  auto number = parseInt(flag + " port", port_text, 1, 65535);
+  if (!number.isOk()) return number.status();
+  *addr = host;
+  *port = static_cast<int>(*number);
+  return Status::ok();
+}
+
+// Maps a link failure to the short reason reported in the peer_lost event.
+std::string failureReason(const Status& status) {
+  if (status.code() == StatusCode::kTimeout || status.origin() == ETIMEDOUT) return "timeout";
+  if (status.code() == StatusCode::kAborted) return "aborted";
+  if (status.origin() == ECONNRESET) return "connection_reset";
+  if (status.origin() == EPIPE) return "broken_pipe";
+  if (status.code() == StatusCode::kUnavailable && status.origin() == 0) return "eof";
+  return "error";
+}
+
+double toMs(int64_t ns) { return static_cast<double>(ns) / static_cast<double>(kNsPerMs); }
+
+// Writes report lines; samples are batched and flushed every flush_interval (and before any other
+// line, so that the stream stays in time order). Every line is flushed so that the agent sees it
+// at once.
+class Reporter {
+ public:
+  Reporter(std::ostream& out, int rank, int64_t flush_interval_ns)
+      : out_(out), rank_(rank), flush_interval_ns_(flush_interval_ns) {}
+
+  bool healthy() const { return static_cast<bool>(out_); }
+
+  void ready() {
+    write(encodeReady(rank_, core::steadyNowNs()));
+    last_flush_ns_ = core::steadyNowNs();
+  }
+  void sample(const RawSample& s) {
+    pending_.push_back(s);
+    if (pending_.size() >= kMaxSamplesPerLine ||
+        s.start_ns + s.duration_ns - last_flush_ns_ >= flush_interval_ns_) {
+      flush();
+    }
+  }
+  void flush() {
+    last_flush_ns_ = core::steadyNowNs();
+    if (pending_.empty()) return;
+    write(encodeSamples(rank_, pending_));
+    pending_.clear();
+  }
+  // t_ns: when it happened (detection, reconnection), not when the line is written.
+  void event(const char* kind, const json& detail, int64_t t_ns = core::steadyNowNs()) {
+    flush();
+    write(encodeEvent(rank_, t_ns, kind, detail));
+  }
+  void done(int64_t iterations) {
+    flush();
+    write(encodeDone(rank_, core::steadyNowNs(), iterations));
+  }
+
+ private:
+  void write(const std::string& line) { out_ << line << '\n' << std::flush; }
+
+  std::ostream& out_;
+  int rank_;
+  int64_t flush_interval_ns_;
+  int64_t last_flush_ns_ = 0;
+  std::vector<RawSample> pending_;
+};
+
+// Simulated compute: sleeps in slices so that stop is noticed within 50 ms. False on stop.
+bool computePhase(int64_t compute_ms, const std::atomic<bool>& stop) {
+  const int64_t until = core::steadyNowNs() + compute_ms * kNsPerMs;
+  while (true) {
+    if (stop.load(std::memory_order_relaxed)) return false;
+    const int64_t left = until - core::steadyNowNs();
+    if (left <= 0) return true;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 50 * kNsPerMs)));
+  }
+}
+
+}  // namespace
+
+std::string rankUsage() {
+  return "usage: fabric-chaos workload --rank N --world N [options]\n"
+         "  One rank of a ring allreduce (float32 sum) over TCP, timed per iteration; report\n"
+         "  lines (JSON) go to stdout.\n"
+         "  --rank N                  this rank, 0 <= N < world (required)\n"
+         "  --world N                 number of ranks in the ring (required)\n"
+         "  --listen ADDR:PORT        where this rank accepts its previous rank (world > 1)\n"
+         "  --next ADDR:PORT          where rank (rank+1) % world listens (world > 1)\n"
+         "  --bytes N[K|M|G]          allreduce message size, a multiple of 4 and at least\n"
+         "                            4 * world (default 1M)\n"
+         "  --compute-ms N            simulated compute before each allreduce (default 5)\n"
+         "  --peer-timeout-ms N       a peer that moves no byte this long is lost (default 10000)\n"
+         "  --reconnect-budget-ms N   give up re-forming the ring after this long (default 30000)\n"
+         "  --duration-s N            stop after this long (default 600)\n"
+         "  --flush-ms N              how often samples are written out (default 100)\n"
+         "  --transport tcp|verbs     (default tcp; verbs needs rdma-core devices)\n"
+         "  Addresses are numeric IPv4 or IPv6 ([::1]:5000); names are not resolved.\n";
+}
+
+Status validateRankOptions(const RankOptions& o) {
+  if (o.transport == "verbs") {
+    return Status(StatusCode::kNotSupported,
+                  "the verbs transport needs rdma-core devices; run it on the VM lab");
+  }
+  if (o.transport != "tcp") return invalid("--transport must be tcp or verbs, got " + o.transport);
+  if (o.world < 1 || o.world > kMaxWorld) {
+    return invalid("--world must be between 1 and " + std::to_string(kMaxWorld));
+  }
+  if (o.rank < 0 || o.rank >= o.world) {
+    return invalid("--rank must be at least 0 and less than --world (" + std::to_string(o.world) +
+                   "), got " + std::to_string(o.rank));
+  }
+  if (o.message_bytes < 4 * static_cast<int64_t>(o.world)) {
+    return invalid("--bytes must be at least 4 * world = " + std::to_string(4 * o.world) +
+                   " (one float32 per rank), got " + std::to_string(o.message_bytes));
+  }
+  if (o.message_bytes % 4 != 0) {
+    return invalid("--bytes must be a multiple of 4 (float32 elements), got " +
+                   std::to_string(o.message_bytes));
+  }
+  if (o.message_bytes > kMaxBytes) return invalid("--bytes must be at most 1G");
+  if (o.compute_ms < 0) return invalid("--compute-ms must not be negative");
+  if (o.peer_timeout_ms < 1) return invalid("--peer-timeout-ms must be positive");
+  if (o.reconnect_budget_ms < 1) return invalid("--reconnect-budget-ms must be positive");
+  if (o.max_duration_ms < 1) return invalid("--duration-s must be positive");
+  if (o.flush_interval_ms < 1) return invalid("--flush-ms must be positive");
+  if (o.world > 1) {
+    if (!isNumericAddress(o.listen_addr)) {
+      return invalid("--listen expects a numeric IP address, got \"" + o.listen_addr + "\"");
+    }
+    if (!isNumericAddress(o.next_addr)) {
+      return invalid("--next expects a numeric IP address, got \"" + o.next_addr + "\"");
+    }
+    if (o.listen_port < 0 || o.listen_port > 65535) return invalid("--listen port out of range");
+    if (o.next_port < 1 || o.next_port > 65535) return invalid("--next port out of range");
+  }
+  return Status::ok();
+}
+
+Result<RankOptions> parseRankArgs(int argc, char** argv) {
+  RankOptions o;
+  bool have_rank = false;
+  bool have_world = false;
+  bool have_listen = false;
+  bool have_next = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i] == nullptr ? "" : argv[i];
+    if (flag.rfind("--", 0) != 0) return invalid("unexpected argument \"" + flag + "\"");
+    std::string value;
+    bool inline_value = false;
+    if (auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      inline_value = true;
+    }
+    static constexpr const char* kFlags[] = {
+        "--rank",       "--world",      "--listen",          "--next",
+        "--bytes",      "--compute-ms", "--peer-timeout-ms", "--reconnect-budget-ms",
+        "--duration-s", "--flush-ms",   "--transport"};
+    if (std::find_if(std::begin(kFlags), std::end(kFlags),
+                     [&](const char* known) { return flag == known; }) == std::end(kFlags)) {
+      return invalid("unknown flag " + flag);
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc || argv[i + 1] == nullptr) return invalid(flag + " needs a value");
+      value = argv[++i];
+    }
+
+    auto number = [&](int64_t min, int64_t max) { return parseInt(flag, value, min, max); };
+    if (flag == "--rank" || flag == "--world") {
+      auto n = number(flag == "--rank" ? 0 : 1, flag == "--rank" ? kMaxWorld - 1 : kMaxWorld);
+      if (!n.isOk()) return n.status();
+      (flag == "--rank" ? o.rank : o.world) = static_cast<int>(*n);
+      (flag == "--rank" ? have_rank : have_world) = true;
+    } else if (flag == "--listen") {
+      FC_RETURN_IF_ERROR(parseHostPort(flag, value, &o.listen_addr, &o.listen_port));
+      have_listen = true;
+    } else if (flag == "--next") {
+      FC_RETURN_IF_ERROR(parseHostPort(flag, value, &o.next_addr, &o.next_port));
+      have_next = true;
+    } else if (flag == "--bytes") {
+      auto n = parseBytes(flag, value);
+      if (!n.isOk()) return n.status();
+      o.message_bytes = *n;
+    } else if (flag == "--transport") {
+      o.transport = value;
+    } else {
+      constexpr int64_t kDay = 86'400'000;
+      auto n = flag == "--compute-ms"   ? number(0, kDay)
+               : flag == "--duration-s" ? number(1, kDay / 1000)
+                                        : number(1, kDay);
+      if (!n.isOk()) return n.status();
+      if (flag == "--compute-ms") o.compute_ms = *n;
+      if (flag == "--peer-timeout-ms") o.peer_timeout_ms = *n;
+      if (flag == "--reconnect-budget-ms") o.reconnect_budget_ms = *n;
+      if (flag == "--duration-s") o.max_duration_ms = *n * 1000;
+      if (flag == "--flush-ms") o.flush_interval_ms = *n;
+    }
+  }
+  if (!have_rank) return invalid("--rank is required");
+  if (!have_world) return invalid("--world is required");
+  if (o.world > 1 && !have_listen) return invalid("--listen is required when --world > 1");
+  if (o.world > 1 && !have_next) return invalid("--next is required when --world > 1");
+  FC_RETURN_IF_ERROR(validateRankOptions(o));
+  return o;
+}
+
+int runRank(const RankOptions& options, std::ostream& out, const std::atomic<bool>& stop) {
+  return runRank(options, out, stop, RankHooks{});
+}
+
+int runRank(const RankOptions& options, std::ostream& out, const std::atomic<bool>& stop,
+            const RankHooks& hooks) {
+  Reporter report(out, options.rank, options.flush_interval_ms * kNsPerMs);
+  if (Status valid = validateRankOptions(options); !valid.isOk()) {
+    report.event(kEventRankError,
+                 {{"reason", "invalid_options"}, {"message", valid.toString()}, {"iteration", 0}});
+    report.done(0);
+    return 2;
+  }
+  const int64_t run_end_ns = core::steadyNowNs() + options.max_duration_ms * kNsPerMs;
+  const int64_t budget_ns = options.reconnect_budget_ms * kNsPerMs;
+
+  // Small integers keep every partial sum exact, whatever order the ring adds them in.
+  const auto count = static_cast<size_t>(options.message_bytes / 4);
+  std::vector<float> input(count);
+  std::vector<float> output(count);
+  for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>((i + options.rank) % 16);
+  RingAllreduce allreduce(options.rank, options.world, count);
+
+  std::unique_ptr<TcpRing> ring;
+  uint32_t epoch = 1;
+  if (options.world > 1) {
+    TcpRingOptions tcp;
+    tcp.rank = options.rank;
+    tcp.world = options.world;
+    tcp.listen_addr = options.listen_addr;
+    tcp.listen_port = options.listen_port;
+    tcp.next_addr = options.next_addr;
+    tcp.next_port = options.next_port;
+    tcp.peer_timeout_ms = options.peer_timeout_ms;
+    tcp.stop = &stop;
+    tcp.abort_connections = hooks.abort_connections;
+    auto listening = TcpRing::listen(tcp);
+    if (!listening.isOk()) {
+      report.event(kEventRankError, {{"reason", "listen_failed"},
+                                     {"message", listening.status().toString()},
+                                     {"iteration", 0}});
+      report.done(0);
+      return 1;
+    }
+    ring = std::move(listening.value());
+    auto formed = ring->form(epoch, core::steadyNowNs() + budget_ns);
+    if (!formed.isOk()) {
+      if (stop.load()) {
+        report.done(0);
+        return 0;
+      }
+      report.event(kEventRankError, {{"reason", "ring_not_formed"},
+                                     {"message", formed.status().toString()},
+                                     {"iteration", 0}});
+      report.done(0);
+      return 1;
+    }
+    epoch = *formed;
+  }
+  report.ready();
+
+  int64_t iteration = 0;
+  bool restart = false;  // the previous attempt at this iteration was interrupted
+  while (!stop.load() && core::steadyNowNs() < run_end_ns && report.healthy()) {
+    if (!restart) {
+      if (hooks.before_iteration) hooks.before_iteration(iteration);
+      if (!computePhase(options.compute_ms, stop)) break;
+    }
+    const int64_t t0 = core::steadyNowNs();
+    Status status = allreduce.run(input.data(), output.data(), ring.get());
+    const int64_t t1 = core::steadyNowNs();
+    if (status.isOk()) {
+      report.sample({iteration, t0, t1 - t0, options.message_bytes});
+      ++iteration;
+      restart = false;
+      continue;
+    }
+    if (stop.load()) break;
+
+    // The ring is broken: drop both connections so that the neighbours notice too, re-form it
+    // and restart this iteration. Its partial time is reported as a stall, not as a sample.
+    report.event(kEventPeerLost,
+                 {{"reason", failureReason(status)},
+                  {"message", status.toString()},
+                  {"iteration", iteration},
+                  {"epoch", epoch}},
+                 t1);
+    ring->disconnect();
+    const int64_t give_up_ns = t1 + budget_ns;
+    auto formed = ring->form(epoch + 1, std::min(give_up_ns, run_end_ns));
+    if (!formed.isOk()) {
+      if (stop.load()) break;
+      if (core::steadyNowNs() >= run_end_ns && give_up_ns > run_end_ns) break;  // run is over
+      report.event(kEventRankError, {{"reason", "reconnect_budget_exhausted"},
+                                     {"message", formed.status().toString()},
+                                     {"iteration", iteration},
+                                     {"budget_ms", options.reconnect_budget_ms}});
+      report.done(iteration);
+      return 1;
+    }
+    epoch = *formed;
+    const int64_t back = core::steadyNowNs();
+    report.event(kEventReconnected, {{"after_ms", toMs(back - t1)}, {"epoch", epoch}}, back);
+    report.event(kEventStall,
+                 {{"iteration", iteration}, {"start_ns", t0}, {"duration_ms", toMs(back - t0)}},
+                 back);
+    restart = true;
+  }
+  report.done(iteration);
+  return report.healthy() ? 0 : 1;
+}
+
+}  // namespace fabric_chaos::workload
