@@ -2,6 +2,7 @@
 // Root qdisc control through rtnetlink (libnl-route-3): netem for packet impairments.
 // Issue 2 needs loss only; the full netem spec arrives with the VM lab. Thread-safe.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,5 +40,10 @@ class Qdiscs {
 };
 
 std::unique_ptr<Qdiscs> makeNetlinkQdiscs();
+
+// netem's probability scale: percent in [0, 100] -> 0..UINT32_MAX (100% = 0xffffffff), which is
+// what libnl's rtnl_netem_set_loss()/_correlation() pass to the kernel unchanged. Out-of-range
+// input is clamped.
+uint32_t netemProbability(double percent);
 
 }  // namespace fabric_chaos::sys

@@ -1,0 +1,74 @@
+#include "tests/fakes/fake_links.h"
+
+namespace fabric_chaos::fakes {
+namespace {
+
+std::string operstateOf(const sys::LinkInfo& info) {
+  if (!info.admin_up) return "down";
+  return info.carrier ? "up" : "lowerlayerdown";
+}
+
+core::Status noSuchDevice(const std::string& netns, const std::string& ifname) {
+  return core::Status(core::StatusCode::kNotFound,
+                      "no such device " + ifname + " in netns " + netns, 31 /* NLE_NODEV */);
+}
+
+}  // namespace
+
+void FakeLinks::addLink(const std::string& netns, sys::LinkInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (info.ifindex == 0) info.ifindex = next_ifindex_++;
+  if (info.operstate.empty()) info.operstate = operstateOf(info);
+  links_[{netns, info.ifname}] = info;
+}
+
+void FakeLinks::removeLink(const std::string& netns, const std::string& ifname) {
+  std::lock_guard<std::mutex> lock(mu_);
+  links_.erase({netns, ifname});
+}
+
+std::optional<sys::LinkInfo> FakeLinks::link(const std::string& netns,
+                                             const std::string& ifname) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = links_.find({netns, ifname});
+  if (it == links_.end()) return std::nullopt;
+  return it->second;
+}
+
+void FakeLinks::failOnCall(int n, core::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  schedule_.failOn(n, std::move(status));
+}
+
+int FakeLinks::mutatingCalls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return schedule_.calls();
+}
+
+std::vector<std::string> FakeLinks::calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return calls_;
+}
+
+core::Result<sys::LinkInfo> FakeLinks::getLink(const std::string& netns,
+                                               const std::string& ifname) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back("getLink " + netns + "/" + ifname);
+  auto it = links_.find({netns, ifname});
+  if (it == links_.end()) return noSuchDevice(netns, ifname);
+  return it->second;
+}
+
+core::Status FakeLinks::setAdminUp(const std::string& netns, const std::string& ifname, bool up) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back("setAdminUp " + netns + "/" + ifname + (up ? " up" : " down"));
+  if (auto failure = schedule_.next()) return *failure;
+  auto it = links_.find({netns, ifname});
+  if (it == links_.end()) return noSuchDevice(netns, ifname);
+  it->second.admin_up = up;
+  it->second.carrier = up;  // a veth peer that stays up: carrier follows our admin state
+  it->second.operstate = operstateOf(it->second);
+  return core::Status::ok();
+}
+
+}  // namespace fabric_chaos::fakes

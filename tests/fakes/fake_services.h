@@ -1,0 +1,159 @@
+#pragma once
+// Header-only fakes of scenarios::RunService and scenarios::FabricCatalog for API tests. Both
+// record what they were asked and can be told to fail on the Nth call (1-based), like LevelDB's
+// fault-injection Env. Thread-safe, as the real ones are.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "scenarios/services.h"
+#include "scenarios/topology.h"
+
+namespace fabric_chaos::fakes {
+
+class FakeRunService : public scenarios::RunService {
+ public:
+  struct Submission {
+    int64_t id = 0;
+    scenarios::Scenario scenario;
+    std::string fabric;
+  };
+
+  core::Result<int64_t> submit(const scenarios::Scenario& scenario,
+                               const std::string& fabric) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++submit_calls_;
+    if (fail_submit_on_ && *fail_submit_on_ == submit_calls_) return fail_submit_status_;
+    int64_t id = next_id_++;
+    submissions_.push_back({id, scenario, fabric});
+    return id;
+  }
+
+  // Submitted runs abort with OK unless told otherwise; unknown ids are kNotFound.
+  core::Status abort(int64_t run_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_calls_.push_back(run_id);
+    if (auto it = abort_results_.find(run_id); it != abort_results_.end()) return it->second;
+    for (const Submission& s : submissions_) {
+      if (s.id == run_id) return core::Status::ok();
+    }
+    return core::Status(core::StatusCode::kNotFound,
+                        "run " + std::to_string(run_id) + " not found");
+  }
+
+  // --- test controls ---
+  void failSubmitOn(int nth_call, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_submit_on_ = nth_call;
+    fail_submit_status_ = std::move(status);
+  }
+  void setAbortResult(int64_t run_id, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_results_[run_id] = std::move(status);
+  }
+  void setNextId(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_id_ = id;
+  }
+  std::vector<Submission> submissions() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submissions_;
+  }
+  std::vector<int64_t> abortCalls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return abort_calls_;
+  }
+  int submitCalls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submit_calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int64_t next_id_ = 1;
+  int submit_calls_ = 0;
+  std::optional<int> fail_submit_on_;
+  core::Status fail_submit_status_;
+  std::vector<Submission> submissions_;
+  std::map<int64_t, core::Status> abort_results_;
+  std::vector<int64_t> abort_calls_;
+};
+
+class FakeFabricCatalog : public scenarios::FabricCatalog {
+ public:
+  FakeFabricCatalog() = default;
+  explicit FakeFabricCatalog(std::vector<scenarios::Fabric> fabrics)
+      : fabrics_(std::move(fabrics)) {}
+
+  std::vector<scenarios::Fabric> list() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fabrics_;
+  }
+
+  core::Result<scenarios::Fabric> get(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
+    if (fail_on_ && *fail_on_ == calls_) return fail_status_;
+    for (const scenarios::Fabric& fabric : fabrics_) {
+      if (fabric.name == name) return fabric;
+    }
+    return core::Status(core::StatusCode::kNotFound, "fabric " + name + " is not registered");
+  }
+
+  // --- test controls ---
+  void add(scenarios::Fabric fabric) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fabrics_.push_back(std::move(fabric));
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fabrics_.clear();
+  }
+  // The Nth get() from now (1 = the next one) fails with `status`.
+  void failOn(int nth_call, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_on_ = calls_ + nth_call;
+    fail_status_ = std::move(status);
+  }
+
+  // h0..h(n-1) in namespaces fc-hN, each with eth0 10.200.0.(N+1) on a link hN-sw0 to port pN of
+  // bridge br0 in fc-sw0; hosts are labelled rack=r(N/2), rail=0.
+  static scenarios::Fabric netnsLab(int hosts = 4, const std::string& name = "netns-lab") {
+    scenarios::Fabric fabric;
+    fabric.name = name;
+    fabric.kind = "netns";
+    scenarios::Switch sw;
+    sw.name = "sw0";
+    sw.netns = "fc-sw0";
+    sw.bridge = "br0";
+    sw.labels = {{"role", "leaf"}};
+    for (int i = 0; i < hosts; ++i) {
+      const std::string n = std::to_string(i);
+      scenarios::Host host;
+      host.name = "h" + n;
+      host.netns = "fc-h" + n;
+      host.nics.push_back({"eth0", "10.200.0." + std::to_string(i + 1)});
+      host.labels = {{"rack", "r" + std::to_string(i / 2)}, {"rail", "0"}};
+      fabric.hosts.push_back(host);
+      sw.ports.push_back("p" + n);
+      fabric.links.push_back({"h" + n + "-sw0", host.name, "eth0", "sw0", "p" + n});
+    }
+    fabric.switches.push_back(sw);
+    return fabric;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<scenarios::Fabric> fabrics_;
+  int calls_ = 0;
+  std::optional<int> fail_on_;
+  core::Status fail_status_;
+};
+
+}  // namespace fabric_chaos::fakes

@@ -1,0 +1,132 @@
+#include "injectors/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "injectors/loss/packet_loss.h"
+#include "tests/fakes/fake_links.h"
+#include "tests/fakes/fake_nftables.h"
+#include "tests/fakes/fake_qdiscs.h"
+
+namespace fabric_chaos::injectors {
+namespace {
+
+using core::StatusCode;
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Registry> make() { return makeRegistry({&links_, &nft_, &qdiscs_}); }
+  KindInfo infoOf(const Registry& registry, const std::string& kind) {
+    for (const KindInfo& info : registry.capabilities()) {
+      if (info.kind == kind) return info;
+    }
+    ADD_FAILURE() << "no capability " << kind;
+    return {};
+  }
+
+  fakes::FakeLinks links_;
+  fakes::FakeNftables nft_;
+  fakes::FakeQdiscs qdiscs_;
+};
+
+TEST_F(RegistryTest, ListsEveryKindSorted) {
+  auto registry = make();
+  EXPECT_EQ(registry->kinds(), (std::vector<std::string>{"link_flap", "packet_loss"}));
+  ASSERT_NE(registry->find("link_flap"), nullptr);
+  ASSERT_NE(registry->find("packet_loss"), nullptr);
+  EXPECT_EQ(registry->find("pfc_storm"), nullptr);
+  auto capabilities = registry->capabilities();
+  ASSERT_EQ(capabilities.size(), 2u);
+  EXPECT_EQ(capabilities[0].kind, "link_flap");
+  EXPECT_EQ(capabilities[1].kind, "packet_loss");
+  for (const KindInfo& info : capabilities) EXPECT_FALSE(info.description.empty()) << info.kind;
+}
+
+TEST_F(RegistryTest, LinkFlapIsAlwaysAvailableThroughNetlink) {
+  qdiscs_.setProbeResult("netem", core::Status(StatusCode::kNotSupported, "x"));
+  nft_.setProbeResult(core::Status(StatusCode::kNotSupported, "y"));
+  KindInfo info = infoOf(*make(), "link_flap");
+  EXPECT_TRUE(info.available);
+  EXPECT_EQ(info.backend, "netlink");
+  EXPECT_EQ(info.reason, "");
+}
+
+TEST_F(RegistryTest, PrefersNetemWhenTheKernelHasIt) {
+  auto registry = make();
+  KindInfo info = infoOf(*registry, "packet_loss");
+  EXPECT_TRUE(info.available);
+  EXPECT_EQ(info.backend, "netem");
+  EXPECT_EQ(info.reason, "");
+  EXPECT_EQ(qdiscs_.probedKinds(), (std::vector<std::string>{"netem"}));
+  EXPECT_TRUE(nft_.probes().empty()) << "no need to probe nftables when netem works";
+}
+
+TEST_F(RegistryTest, FallsBackToNftablesWithoutNetem) {
+  qdiscs_.setProbeResult(
+      "netem", core::Status(StatusCode::kNotSupported, "sch_netem is not in this kernel", 12));
+  auto registry = make();
+  KindInfo info = infoOf(*registry, "packet_loss");
+  EXPECT_TRUE(info.available);
+  EXPECT_EQ(info.backend, "nftables");
+  EXPECT_EQ(info.reason, "sch_netem is not in this kernel; using nftables numgen random drop");
+  // The probe tries what apply will use: a netdev table, both hooks, a numgen rule.
+  ASSERT_EQ(nft_.probes().size(), 1u);
+  const std::string probe = nft_.probes()[0];
+  EXPECT_NE(probe.find("add table netdev"), std::string::npos);
+  EXPECT_NE(probe.find("hook ingress"), std::string::npos);
+  EXPECT_NE(probe.find("hook egress"), std::string::npos);
+  EXPECT_NE(probe.find("numgen random"), std::string::npos);
+
+  // The chosen backend is the one that acts.
+  Injector* loss = registry->find("packet_loss");
+  Fault fault{"packet_loss", {"h1", "p1"}, json{{"percent", 20}}};
+  ASSERT_TRUE(loss->apply(fault).isOk());
+  EXPECT_TRUE(nft_.hasTable("h1", "netdev", "fc_loss_p1"));
+  EXPECT_EQ(qdiscs_.mutatingCalls(), 0);
+  EXPECT_EQ(loss->validate(json{{"percent", 5}, {"correlation", 10}}).message(),
+            "correlation: needs the netem backend; this kernel has no sch_netem");
+}
+
+TEST_F(RegistryTest, NetemProbeErrorOtherThanMissingIsExplained) {
+  qdiscs_.setProbeResult("netem",
+                         core::Status(StatusCode::kPermissionDenied, "Operation not permitted"));
+  KindInfo info = infoOf(*make(), "packet_loss");
+  EXPECT_EQ(info.backend, "nftables");
+  EXPECT_EQ(info.reason,
+            "netem probe failed (Operation not permitted); using nftables numgen random drop");
+}
+
+TEST_F(RegistryTest, UnavailableWhenNeitherBackendWorks) {
+  qdiscs_.setProbeResult("netem", core::Status(StatusCode::kNotSupported, "no netem"));
+  nft_.setProbeResult(core::Status(StatusCode::kNotSupported,
+                                   "nft: Could not process rule: Operation not supported"));
+  auto registry = make();
+  KindInfo info = infoOf(*registry, "packet_loss");
+  EXPECT_FALSE(info.available);
+  EXPECT_EQ(info.backend, "none");
+  EXPECT_EQ(info.reason,
+            "sch_netem is not in this kernel; nftables cannot drop packets either (nft: Could "
+            "not process rule: Operation not supported)");
+  core::Status applied =
+      registry->find("packet_loss")->apply({"packet_loss", {"h1", "p1"}, json{{"percent", 5}}});
+  EXPECT_EQ(applied.code(), StatusCode::kNotSupported);
+}
+
+TEST_F(RegistryTest, MissingAdaptersDoNotCrash) {
+  auto registry = makeRegistry({});
+  EXPECT_FALSE(infoOf(*registry, "link_flap").available);
+  KindInfo loss = infoOf(*registry, "packet_loss");
+  EXPECT_FALSE(loss.available);
+  EXPECT_NE(loss.reason.find("no nftables adapter"), std::string::npos);
+}
+
+TEST(RegistryAdd, ReplacesAKindAndKeepsOrder) {
+  Registry registry;
+  fakes::FakeNftables nft;
+  registry.add(std::make_unique<PacketLoss>(LossBackend::kNone, nullptr, nullptr, "first"));
+  registry.add(std::make_unique<PacketLoss>(LossBackend::kNftables, nullptr, &nft, "second"));
+  ASSERT_EQ(registry.kinds().size(), 1u);
+  EXPECT_EQ(registry.capabilities()[0].reason, "second");
+}
+
+}  // namespace
+}  // namespace fabric_chaos::injectors
