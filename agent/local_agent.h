@@ -30,8 +30,8 @@ class LocalAgent : public Agent {
   core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) override;
   core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) override;
   core::Result<std::unique_ptr<WorkloadHandle>> startWorkload(const std::vector<RankSpec>& ranks,
-                                                             int64_t origin_ns,
-                                                             WorkloadListener* listener) override;
+                                                              int64_t origin_ns,
+                                                              WorkloadListener* listener) override;
 
   // The argv that starts one rank (exposed for tests).
   static std::vector<std::string> rankArgv(const std::string& self_exe, const RankSpec& spec);

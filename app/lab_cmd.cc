@@ -29,8 +29,9 @@ int labMain(int argc, char** argv) {
   }
   if (!flags.error.empty() || !flags.unknown({"hosts", "state-dir", "help"}).empty()) {
     std::fprintf(stderr, "fabric-chaos lab: %s\n\n%s",
-                 flags.error.empty() ? ("unknown option --" + flags.unknown({"hosts", "state-dir"})).c_str()
-                                     : flags.error.c_str(),
+                 flags.error.empty()
+                     ? ("unknown option --" + flags.unknown({"hosts", "state-dir"})).c_str()
+                     : flags.error.c_str(),
                  kLabUsage);
     return 2;
   }
@@ -53,8 +54,8 @@ int labMain(int argc, char** argv) {
       return 1;
     }
     for (const auto& host : fabric->hosts) {
-      std::cout << "  " << host.name << "  netns " << host.netns << "  " << host.nics[0].name
-                << " " << host.nics[0].address << "  rack " << host.labels.at("rack") << "\n";
+      std::cout << "  " << host.name << "  netns " << host.netns << "  " << host.nics[0].name << " "
+                << host.nics[0].address << "  rack " << host.labels.at("rack") << "\n";
     }
     return 0;
   }

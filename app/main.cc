@@ -9,7 +9,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(fabric-chaos )" FABRIC_CHAOS_VERSION R"( - chaos testing for AI-training networks
+constexpr const char* kUsage =
+    R"(fabric-chaos )" FABRIC_CHAOS_VERSION R"( - chaos testing for AI-training networks
 
 Usage: fabric-chaos <command> [options]
 

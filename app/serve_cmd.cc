@@ -45,12 +45,12 @@ Options:
   --exit-after-demo    stop after the demo run (exit 0 if its gates passed, 1 if not)
 )";
 
-const std::vector<std::string> kServeFlags{"listen",    "db",   "state-dir",       "web-root",
-                                           "with-lab",  "demo", "exit-after-demo", "help"};
+const std::vector<std::string> kServeFlags{"listen",   "db",   "state-dir",       "web-root",
+                                           "with-lab", "demo", "exit-after-demo", "help"};
 
 bool isFinalState(const std::string& state) {
-  return state == "passed" || state == "failed" || state == "aborted" ||
-         state == "interrupted" || state == "error";
+  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
+         state == "error";
 }
 
 // Waits up to timeout_ms for SIGINT/SIGTERM (blocked in every thread); true when one arrived.
@@ -253,7 +253,8 @@ int serveMain(int argc, char** argv) {
     }
     runner = sys::makeCommandRunner();
     lab = std::make_unique<lab::NetnsLab>(*runner, lab_options);
-    auto fabric = lab->up([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
+    auto fabric =
+        lab->up([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
     if (!fabric.isOk()) {
       std::cerr << "fabric-chaos serve: " << fabric.status().message() << "\n";
       return 1;
@@ -275,8 +276,8 @@ int serveMain(int argc, char** argv) {
   };
   deps.version = FABRIC_CHAOS_VERSION;
   api::Api api(deps);
-  auto server = http::Server::start(http_options,
-                                    [&](const api::Request& request) { return api.handle(request); });
+  auto server = http::Server::start(
+      http_options, [&](const api::Request& request) { return api.handle(request); });
   int exit_code = 0;
   auto cleanup = [&] {
     engine.shutdown();  // reverts any fault still in force

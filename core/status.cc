@@ -7,19 +7,32 @@ namespace fabric_chaos::core {
 
 const char* statusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound: return "NOT_FOUND";
-    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case StatusCode::kUnprocessable: return "UNPROCESSABLE";
-    case StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    case StatusCode::kNotSupported: return "NOT_SUPPORTED";
-    case StatusCode::kUnavailable: return "UNAVAILABLE";
-    case StatusCode::kTimeout: return "TIMEOUT";
-    case StatusCode::kAborted: return "ABORTED";
-    case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kUnprocessable:
+      return "UNPROCESSABLE";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    case StatusCode::kNotSupported:
+      return "NOT_SUPPORTED";
+    case StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case StatusCode::kTimeout:
+      return "TIMEOUT";
+    case StatusCode::kAborted:
+      return "ABORTED";
+    case StatusCode::kInternal:
+      return "INTERNAL";
   }
   return "UNKNOWN";
 }

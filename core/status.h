@@ -64,7 +64,7 @@ Status errnoStatus(int err, const std::string& what);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).isOk() && "Result built from an OK status has no value");
   }
@@ -91,8 +91,8 @@ class [[nodiscard]] Result {
 }  // namespace fabric_chaos::core
 
 // Returns the Status from the enclosing function when `expr` is not OK.
-#define FC_RETURN_IF_ERROR(expr)                        \
-  do {                                                  \
-    ::fabric_chaos::core::Status fc_status_ = (expr);   \
-    if (!fc_status_.isOk()) return fc_status_;          \
+#define FC_RETURN_IF_ERROR(expr)                      \
+  do {                                                \
+    ::fabric_chaos::core::Status fc_status_ = (expr); \
+    if (!fc_status_.isOk()) return fc_status_;        \
   } while (0)

@@ -187,7 +187,8 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
       if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
     }
     std::filesystem::rename(tmp, fabricFile(), ec);
-    if (ec) return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
+    if (ec)
+      return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
     return Status::ok();
   };
   if (Status s = build(); !s.isOk()) {

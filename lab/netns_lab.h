@@ -18,9 +18,9 @@ namespace fabric_chaos::lab {
 struct LabOptions {
   int hosts = 4;
   std::string name = "netns-lab";
-  std::string prefix = "fcl";         // namespace names: fcl-sw0, fcl-h0, fcl-h1...
-  std::string subnet = "10.200.0";   // host i gets <subnet>.(i+1)/24, inside its namespace only
-  int hosts_per_rack = 2;            // rack labels r0, r1... for selectors
+  std::string prefix = "fcl";       // namespace names: fcl-sw0, fcl-h0, fcl-h1...
+  std::string subnet = "10.200.0";  // host i gets <subnet>.(i+1)/24, inside its namespace only
+  int hosts_per_rack = 2;           // rack labels r0, r1... for selectors
   std::string state_dir = "/run/fabric-chaos";
 };
 
@@ -31,7 +31,7 @@ scenarios::Fabric describeLab(const LabOptions& options);
 std::vector<std::string> labNamespaces(const LabOptions& options);
 
 struct LabStatus {
-  bool up = false;               // every namespace present and the fabric file written
+  bool up = false;  // every namespace present and the fabric file written
   std::vector<std::string> present_namespaces;
   std::vector<std::string> missing_namespaces;
   std::string fabric_file;

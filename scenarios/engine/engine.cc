@@ -26,7 +26,10 @@ injectors::Fault faultFor(const PlannedAction& action) {
 }
 
 json targetJson(const ResolvedTarget& t) {
-  return {{"host", t.host}, {"link", t.link_id}, {"side", t.side}, {"netns", t.netns},
+  return {{"host", t.host},
+          {"link", t.link_id},
+          {"side", t.side},
+          {"netns", t.netns},
           {"ifname", t.ifname}};
 }
 
@@ -99,7 +102,10 @@ class Engine::RunExecution : public agent::WorkloadListener {
 
   void onRankExit(int rank, int exit_code) override {
     const bool expected = stopping_workload_;
-    (void)store().appendEvent({run_id_, msSinceOrigin(), core::wallNowMs(), "rank_exit",
+    (void)store().appendEvent({run_id_,
+                               msSinceOrigin(),
+                               core::wallNowMs(),
+                               "rank_exit",
                                {{"rank", rank}, {"exit_code", exit_code}, {"expected", expected}}});
     std::lock_guard lock(mu_);
     if (!expected || exit_code != 0) {
@@ -124,8 +130,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
   }
 
   void event(const std::string& kind, json detail) {
-    (void)store().appendEvent({run_id_, msSinceOrigin(), core::wallNowMs(), kind,
-                               std::move(detail)});
+    (void)store().appendEvent(
+        {run_id_, msSinceOrigin(), core::wallNowMs(), kind, std::move(detail)});
   }
 
   void finish(const std::string& state, std::optional<double> score, const std::string& error) {
@@ -263,9 +269,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
   Status waitForRing() {
     const auto timeout = std::chrono::milliseconds(engine_.options_.ready_timeout_ms);
     std::unique_lock lock(mu_);
-    const bool ready = ready_cv_.wait_for(lock, timeout, [&] {
-      return ready_ranks_ >= world_ || rank_died_ || abort_requested_;
-    });
+    const bool ready = ready_cv_.wait_for(
+        lock, timeout, [&] { return ready_ranks_ >= world_ || rank_died_ || abort_requested_; });
     if (abort_requested_) return Status::ok();
     if (rank_died_) {
       return Status(StatusCode::kUnavailable,
@@ -330,9 +335,9 @@ class Engine::RunExecution : public agent::WorkloadListener {
     }
     Status applied = engine_.deps_.agent->applyFault(active.fault);
     const double t = msSinceOrigin();
-    json detail = {{"step", action.step},      {"phase", action.phase},
-                   {"kind", action.kind},      {"target", targetJson(action.target)},
-                   {"params", action.params},  {"scheduled_ms", scheduled_ms}};
+    json detail = {{"step", action.step},     {"phase", action.phase},
+                   {"kind", action.kind},     {"target", targetJson(action.target)},
+                   {"params", action.params}, {"scheduled_ms", scheduled_ms}};
     if (!applied.isOk()) {
       detail["error"] = applied.message();
       event("fault_error", detail);
@@ -405,8 +410,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
     json windows_json = json::array();
     for (const auto& [step, window] : windows_) {
       windows.push_back({step, window.first, window.second});
-      windows_json.push_back({{"step", step}, {"start_ms", window.first},
-                              {"end_ms", window.second}});
+      windows_json.push_back(
+          {{"step", step}, {"start_ms", window.first}, {"end_ms", window.second}});
     }
     AnalysisParams params;
     params.world_size = world_;
@@ -474,9 +479,11 @@ core::Result<StartupRecovery> Engine::recoverAtStartup() {
       (void)deps_.store->journalMark(entry.id, "reverted");
       core::logInfo("start-up recovery: reverted " + entry.fault.dump());
       if (entry.run_id != 0) {
-        (void)deps_.store->appendEvent({entry.run_id, 0, core::wallNowMs(), "fault_reverted",
-                                        {{"reason", "start-up recovery"},
-                                         {"fault", entry.fault}}});
+        (void)deps_.store->appendEvent({entry.run_id,
+                                        0,
+                                        core::wallNowMs(),
+                                        "fault_reverted",
+                                        {{"reason", "start-up recovery"}, {"fault", entry.fault}}});
       }
     } else {
       ++report.failed;

@@ -39,8 +39,8 @@ struct EngineOptions {
 struct LiveStatus {
   int64_t run_id = 0;
   std::string state;
-  double elapsed_ms = 0;        // since the workload started
-  double last_busbw_gbps = 0;   // of the latest sample
+  double elapsed_ms = 0;       // since the workload started
+  double last_busbw_gbps = 0;  // of the latest sample
   int64_t samples = 0;
   int active_faults = 0;
   int ready_ranks = 0;

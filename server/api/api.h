@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +18,8 @@
 namespace fabric_chaos::api {
 
 struct Request {
-  std::string method;  // "GET"
-  std::string target;  // "/v1/runs?state=passed"
+  std::string method;                          // "GET"
+  std::string target;                          // "/v1/runs?state=passed"
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
 };
@@ -47,6 +48,7 @@ class Api {
 
  private:
   ApiDeps deps_;
+  std::mutex scenario_mu_;  // makes scenario create-if-absent / replace / delete atomic
 };
 
 // {"error": {"code": "NOT_FOUND", "message": "..."}} with the HTTP status for the code.

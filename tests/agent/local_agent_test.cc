@@ -49,8 +49,7 @@ TEST(DeliverReportLine, ConvertsSteadyNanosecondsToRunMilliseconds) {
   RecordingListener listener;
   const int64_t origin = 1'000'000'000;
   ASSERT_TRUE(deliverReportLine(
-      workload::encodeSamples(2, {{7, origin + 2'500'000, 1'250'000, 4096}}), 2, origin,
-      listener));
+      workload::encodeSamples(2, {{7, origin + 2'500'000, 1'250'000, 4096}}), 2, origin, listener));
   ASSERT_EQ(listener.samples.size(), 1u);
   EXPECT_EQ(listener.samples[0].rank, 2);
   EXPECT_EQ(listener.samples[0].iteration, 7);
@@ -58,11 +57,10 @@ TEST(DeliverReportLine, ConvertsSteadyNanosecondsToRunMilliseconds) {
   EXPECT_DOUBLE_EQ(listener.samples[0].duration_ms, 1.25);
   EXPECT_EQ(listener.samples[0].bytes, 4096);
 
-  ASSERT_TRUE(deliverReportLine(workload::encodeReady(2, origin + 3'000'000), 2, origin,
-                                listener));
-  ASSERT_TRUE(deliverReportLine(
-      workload::encodeEvent(2, origin + 4'000'000, "reconnected", {{"epoch", 1}}), 2, origin,
-      listener));
+  ASSERT_TRUE(deliverReportLine(workload::encodeReady(2, origin + 3'000'000), 2, origin, listener));
+  ASSERT_TRUE(
+      deliverReportLine(workload::encodeEvent(2, origin + 4'000'000, "reconnected", {{"epoch", 1}}),
+                        2, origin, listener));
   ASSERT_EQ(listener.events.size(), 2u);
   EXPECT_EQ(listener.events[0].kind, "rank_ready");
   EXPECT_DOUBLE_EQ(listener.events[0].t_ms, 3.0);

@@ -111,11 +111,11 @@ class FakeAgent : public agent::Agent {
               return;
             }
             const int64_t start = core::steadyNowNs();
-            const double duration =
-                faulted ? agent_.faulted_duration_ms : agent_.clean_duration_ms;
-            std::this_thread::sleep_for(std::chrono::microseconds(
-                static_cast<int64_t>(duration * 1000)));
-            listener->onSamples({{spec.rank, iteration++, ms(start), duration, spec.message_bytes}});
+            const double duration = faulted ? agent_.faulted_duration_ms : agent_.clean_duration_ms;
+            std::this_thread::sleep_for(
+                std::chrono::microseconds(static_cast<int64_t>(duration * 1000)));
+            listener->onSamples(
+                {{spec.rank, iteration++, ms(start), duration, spec.message_bytes}});
             std::this_thread::sleep_for(std::chrono::milliseconds(agent_.period_ms));
           }
           listener->onRankExit(spec.rank, 0);

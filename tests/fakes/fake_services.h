@@ -1,12 +1,11 @@
 #pragma once
 // Header-only fakes of scenarios::RunService and scenarios::FabricCatalog for API tests. Both
-// record what they were asked and can be told to fail on the Nth call (1-based), like LevelDB's
-// fault-injection Env. Thread-safe, as the real ones are.
+// record what they were asked and can be told to fail on the Nth call (1-based, counted from
+// construction) through FailSchedule. Thread-safe, as the real ones are.
 
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "core/status.h"
 #include "scenarios/services.h"
 #include "scenarios/topology.h"
+#include "tests/fakes/fail_schedule.h"
 
 namespace fabric_chaos::fakes {
 
@@ -28,8 +28,7 @@ class FakeRunService : public scenarios::RunService {
   core::Result<int64_t> submit(const scenarios::Scenario& scenario,
                                const std::string& fabric) override {
     std::lock_guard<std::mutex> lock(mu_);
-    ++submit_calls_;
-    if (fail_submit_on_ && *fail_submit_on_ == submit_calls_) return fail_submit_status_;
+    if (auto failure = submit_failures_.next()) return *failure;
     int64_t id = next_id_++;
     submissions_.push_back({id, scenario, fabric});
     return id;
@@ -48,10 +47,10 @@ class FakeRunService : public scenarios::RunService {
   }
 
   // --- test controls ---
+  // The nth submit() (1-based, counted from construction) returns `status` and records nothing.
   void failSubmitOn(int nth_call, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
-    fail_submit_on_ = nth_call;
-    fail_submit_status_ = std::move(status);
+    submit_failures_.failOn(nth_call, std::move(status));
   }
   void setAbortResult(int64_t run_id, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -71,15 +70,13 @@ class FakeRunService : public scenarios::RunService {
   }
   int submitCalls() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return submit_calls_;
+    return submit_failures_.calls();
   }
 
  private:
   mutable std::mutex mu_;
   int64_t next_id_ = 1;
-  int submit_calls_ = 0;
-  std::optional<int> fail_submit_on_;
-  core::Status fail_submit_status_;
+  FailSchedule submit_failures_;
   std::vector<Submission> submissions_;
   std::map<int64_t, core::Status> abort_results_;
   std::vector<int64_t> abort_calls_;
@@ -98,8 +95,7 @@ class FakeFabricCatalog : public scenarios::FabricCatalog {
 
   core::Result<scenarios::Fabric> get(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
-    ++calls_;
-    if (fail_on_ && *fail_on_ == calls_) return fail_status_;
+    if (auto failure = get_failures_.next()) return *failure;
     for (const scenarios::Fabric& fabric : fabrics_) {
       if (fabric.name == name) return fabric;
     }
@@ -115,11 +111,14 @@ class FakeFabricCatalog : public scenarios::FabricCatalog {
     std::lock_guard<std::mutex> lock(mu_);
     fabrics_.clear();
   }
-  // The Nth get() from now (1 = the next one) fails with `status`.
-  void failOn(int nth_call, core::Status status) {
+  // The nth get() (1-based, counted from construction) returns `status`.
+  void failGetOn(int nth_call, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
-    fail_on_ = calls_ + nth_call;
-    fail_status_ = std::move(status);
+    get_failures_.failOn(nth_call, std::move(status));
+  }
+  int getCalls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return get_failures_.calls();
   }
 
   // h0..h(n-1) in namespaces fc-hN, each with eth0 10.200.0.(N+1) on a link hN-sw0 to port pN of
@@ -149,11 +148,9 @@ class FakeFabricCatalog : public scenarios::FabricCatalog {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<scenarios::Fabric> fabrics_;
-  int calls_ = 0;
-  std::optional<int> fail_on_;
-  core::Status fail_status_;
+  FailSchedule get_failures_;
 };
 
 }  // namespace fabric_chaos::fakes

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 
 #include "core/sample.h"
 #include "scenarios/analysis.h"
@@ -113,8 +114,8 @@ TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {
   }
   ASSERT_EQ(transitions.size(), 4u) << "expected down/up/down/up";
 
-  json events = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events")
-                    .json()["events"];
+  json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
   auto applied = eventsOfKind(events, "fault_applied");
   auto reverted = eventsOfKind(events, "fault_reverted");
   ASSERT_EQ(applied.size(), 2u);
@@ -131,14 +132,17 @@ TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {
     EXPECT_NEAR(observed_up, reverted[i]["detail"]["scheduled_ms"].get<double>(),
                 kTimingToleranceMs);
     EXPECT_NEAR(observed_up - observed_down, 1000, kTimingToleranceMs);
+    std::cout << "phase " << i << ": observed down at " << observed_down << " ms (scheduled "
+              << applied[i]["detail"]["scheduled_ms"].get<double>() << "), up at " << observed_up
+              << " ms (scheduled " << reverted[i]["detail"]["scheduled_ms"].get<double>() << ")\n";
   }
   const double fault_start = toRunMs(transitions[0].t_ns);
   const double fault_end = toRunMs(transitions[3].t_ns);
 
   // The samples show the stall inside the fault window: some iteration (or the gap between
   // two) spans at least most of a 1 s outage, and it lies within the window.
-  auto samples = samplesFrom(
-      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/samples").json());
+  auto samples =
+      samplesFrom(httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/samples").json());
   ASSERT_FALSE(samples.empty());
   double longest_in_window = 0;
   for (const auto& s : samples) {
@@ -177,24 +181,29 @@ TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {
   EXPECT_NEAR(*recomputed.steps[0].time_to_recover_ms, step["time_to_recover_ms"].get<double>(),
               kTimingToleranceMs + 50);
   EXPECT_NEAR(recomputed.score, run["score"].get<double>(), 5);
+  std::cout << "stored: score " << run["score"].get<double>() << ", recovery "
+            << step["time_to_recover_ms"].get<double>() << " ms, longest stall "
+            << step["longest_stall_ms"].get<double>()
+            << " ms; recomputed from the observed window: "
+            << "score " << recomputed.score << ", recovery "
+            << *recomputed.steps[0].time_to_recover_ms << " ms\n";
   EXPECT_GT(run["score"].get<double>(), 0);
   EXPECT_LT(run["score"].get<double>(), 100);
 }
 
 TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
-  const json scenario = {
-      {"version", 1},
-      {"name", "e2e-packet-loss"},
-      {"workload", {{"message_bytes", 262144}, {"compute_ms", 5}}},
-      {"baseline_ms", 2000},
-      {"steps",
-       {{{"kind", "packet_loss"},
-         {"target", {{"host", "h1"}}},
-         {"at_ms", 0},
-         {"duration_ms", 3000},
-         {"params", {{"percent", 20}}}}}},
-      {"recovery_ms", 4000},
-      {"gates", {{"require_survival", true}}}};
+  const json scenario = {{"version", 1},
+                         {"name", "e2e-packet-loss"},
+                         {"workload", {{"message_bytes", 262144}, {"compute_ms", 5}}},
+                         {"baseline_ms", 2000},
+                         {"steps",
+                          {{{"kind", "packet_loss"},
+                            {"target", {{"host", "h1"}}},
+                            {"at_ms", 0},
+                            {"duration_ms", 3000},
+                            {"params", {{"percent", 20}}}}}},
+                         {"recovery_ms", 4000},
+                         {"gates", {{"require_survival", true}}}};
 
   const int64_t id = startRun(scenario);
   ASSERT_GT(id, 0);
@@ -227,18 +236,23 @@ TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
   EXPECT_EQ(run["attributes"].value("loss_backend", ""), "nftables");
   EXPECT_GT(max_dropped_seen, 0) << "nft never counted a dropped packet";
   // The table is gone after the revert.
-  EXPECT_NE(runShell("ip netns exec fcl-sw0 nft list table netdev fc_loss_p1 2>/dev/null")
-                .exit_code,
-            0);
+  EXPECT_NE(
+      runShell("ip netns exec fcl-sw0 nft list table netdev fc_loss_p1 2>/dev/null").exit_code, 0);
   // The engine's own observation at revert time agrees that packets were dropped.
-  json events = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events")
-                    .json()["events"];
+  json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
   auto reverted = eventsOfKind(events, "fault_reverted");
   ASSERT_EQ(reverted.size(), 1u);
   EXPECT_GT(reverted[0]["detail"]["observed"].value("dropped", int64_t{0}), 0);
 
   // The workload slowed down: 20% loss on one ring link costs TCP a lot of its throughput.
   const auto& step = run["result"]["analysis"]["steps"][0];
+  std::cout << "nft dropped " << max_dropped_seen << " packets (observer), "
+            << reverted[0]["detail"]["observed"].dump() << " (engine); retained "
+            << step["retained"].get<double>() << ", worst busbw "
+            << step["worst_busbw_gbps"].get<double>() << " GB/s vs baseline "
+            << run["result"]["analysis"]["baseline_busbw_gbps"].get<double>() << ", score "
+            << run["score"].get<double>() << "\n";
   EXPECT_LT(step["retained"].get<double>(), 0.8) << step.dump();
   EXPECT_LT(step["worst_busbw_gbps"].get<double>(),
             0.5 * run["result"]["analysis"]["baseline_busbw_gbps"].get<double>());

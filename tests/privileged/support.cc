@@ -84,8 +84,9 @@ int64_t steadyNowNs() {
 }
 
 ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir) {
-  std::vector<std::string> args{std::getenv("FC_BINARY"), "serve", "--listen", "127.0.0.1:0",
-                                "--db", dir + "/fc.db", "--state-dir", dir + "/state"};
+  std::vector<std::string> args{
+      std::getenv("FC_BINARY"), "serve",       "--listen",    "127.0.0.1:0", "--db",
+      dir + "/fc.db",           "--state-dir", dir + "/state"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return;

@@ -9,11 +9,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace fabric_chaos::testing {
 
@@ -21,14 +20,14 @@ namespace fabric_chaos::testing {
 // FC_REQUIRE_ROOT(), which fails the test in CI.
 std::string missingPrivilegedPrerequisite();
 
-#define FC_REQUIRE_ROOT()                                                          \
-  do {                                                                             \
+#define FC_REQUIRE_ROOT()                                                           \
+  do {                                                                              \
     std::string missing = ::fabric_chaos::testing::missingPrivilegedPrerequisite(); \
-    if (!missing.empty()) {                                                        \
-      const char* ci = std::getenv("CI");                                          \
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << missing;           \
-      GTEST_SKIP() << missing;                                                     \
-    }                                                                              \
+    if (!missing.empty()) {                                                         \
+      const char* ci = std::getenv("CI");                                           \
+      if (ci != nullptr && std::string(ci) == "true") FAIL() << missing;            \
+      GTEST_SKIP() << missing;                                                      \
+    }                                                                               \
   } while (0)
 
 struct CommandOutput {

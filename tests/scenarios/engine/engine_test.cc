@@ -32,19 +32,19 @@ class StaticCatalog : public FabricCatalog {
 };
 
 Scenario flapScenario(int count = 2) {
-  auto parsed = parseScenario(json{
-      {"version", 1},
-      {"name", "engine-flap"},
-      {"workload", {{"message_bytes", 65536}, {"compute_ms", 1}}},
-      {"baseline_ms", 500},
-      {"steps",
-       {{{"kind", "link_flap"},
-         {"target", {{"host", "h1"}}},
-         {"at_ms", 0},
-         {"params", {{"down_ms", 200}, {"up_ms", 200}, {"count", count}}}}}},
-      {"recovery_ms", 600},
-      {"recovered_after", 3},
-      {"gates", {{"require_survival", true}}}});
+  auto parsed =
+      parseScenario(json{{"version", 1},
+                         {"name", "engine-flap"},
+                         {"workload", {{"message_bytes", 65536}, {"compute_ms", 1}}},
+                         {"baseline_ms", 500},
+                         {"steps",
+                          {{{"kind", "link_flap"},
+                            {"target", {{"host", "h1"}}},
+                            {"at_ms", 0},
+                            {"params", {{"down_ms", 200}, {"up_ms", 200}, {"count", count}}}}}},
+                         {"recovery_ms", 600},
+                         {"recovered_after", 3},
+                         {"gates", {{"require_survival", true}}}});
   EXPECT_TRUE(parsed.isOk()) << parsed.status().toString();
   return parsed.value();
 }
@@ -106,8 +106,8 @@ TEST_F(EngineTest, ARunGoesThroughEveryStateAndRevertsEveryPhase) {
                                               "recovering", "analysing", "passed"}));
 
   // Two phases, each applied then reverted, on the switch port of h1.
-  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"apply p1", "revert p1", "apply p1",
-                                                    "revert p1"}));
+  EXPECT_EQ(agent_.log(),
+            (std::vector<std::string>{"apply p1", "revert p1", "apply p1", "revert p1"}));
   EXPECT_EQ(agent_.activeFaults(), 0u);
   auto unreverted = store_->unrevertedJournal();
   ASSERT_TRUE(unreverted.isOk());
@@ -171,8 +171,8 @@ TEST_F(EngineTest, AHalfAppliedFaultIsRevertedAndTheRunEndsInError) {
   ASSERT_TRUE(id.isOk());
   EXPECT_EQ(waitForState(*id, kFinal, 15000), "error");
   EXPECT_EQ(agent_.activeFaults(), 0u);
-  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"apply p1", "revert p1", "apply p1",
-                                                    "revert p1"}));
+  EXPECT_EQ(agent_.log(),
+            (std::vector<std::string>{"apply p1", "revert p1", "apply p1", "revert p1"}));
   auto run = store_->getRun(*id);
   EXPECT_NE(run->error.find("injected failure"), std::string::npos) << run->error;
   EXPECT_TRUE(store_->unrevertedJournal()->empty());

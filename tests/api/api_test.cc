@@ -1,0 +1,678 @@
+// The /v1 handlers against a real in-memory Store and fake RunService / FabricCatalog.
+
+#include "server/api/api.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scenarios/analysis.h"
+#include "server/store/store.h"
+#include "tests/fakes/fake_services.h"
+
+namespace fabric_chaos::api {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+using fakes::FakeFabricCatalog;
+using fakes::FakeRunService;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+json flapScenario(const std::string& name) {
+  return json{{"version", 1},
+              {"name", name},
+              {"description", "two flaps of h1's link"},
+              {"steps",
+               {{{"kind", "link_flap"},
+                 {"target", {{"host", "h1"}}},
+                 {"at_ms", 1000},
+                 {"params", {{"down_ms", 500}, {"up_ms", 500}, {"count", 2}}}}}}};
+}
+
+json lossScenario(const std::string& name) {
+  return json{{"version", 1},
+              {"name", name},
+              {"description", "5% loss on h0"},
+              {"steps",
+               {{{"kind", "packet_loss"},
+                 {"target", {{"link", "h0-sw0"}}},
+                 {"at_ms", 0},
+                 {"duration_ms", 2000},
+                 {"params", {{"percent", 5}}}},
+                {{"kind", "link_flap"},
+                 {"target", {{"host", "h2"}}},
+                 {"at_ms", 3000},
+                 {"params", {{"down_ms", 100}}}}}}};
+}
+
+scenarios::KindCatalog testKinds() {
+  scenarios::KindCatalog catalog;
+  catalog.kinds = {"link_flap", "packet_loss"};
+  catalog.validate_params = [](const std::string& kind, const json& params) {
+    if (kind == "packet_loss") {
+      auto it = params.find("percent");
+      if (it == params.end() || !it->is_number() || *it < 0 || *it > 100) {
+        return Status(StatusCode::kInvalidArgument, "percent: must be a number in [0, 100]");
+      }
+    }
+    return Status::ok();
+  };
+  return catalog;
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = store::Store::open(":memory:");
+    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+    store_ = std::move(opened).value();
+    fabrics_.add(FakeFabricCatalog::netnsLab(4));
+    ASSERT_TRUE(store_->putScenario("builtin-flap", flapScenario("builtin-flap"), true).isOk());
+    ASSERT_TRUE(store_->putScenario("my-loss", lossScenario("my-loss"), false).isOk());
+    api_ = std::make_unique<Api>(deps());
+  }
+
+  ApiDeps deps() {
+    ApiDeps deps;
+    deps.store = store_.get();
+    deps.runs = &runs_;
+    deps.fabrics = &fabrics_;
+    deps.capabilities = [] {
+      return std::vector<injectors::KindInfo>{
+          {"link_flap", "takes a link down and up", true, "", "netlink"},
+          {"packet_loss", "drops a fraction of packets", false, "nftables is missing", "nftables"}};
+    };
+    deps.kinds = testKinds;
+    deps.version = "1.2.3";
+    deps.default_fabric = "netns-lab";
+    return deps;
+  }
+
+  Response call(const std::string& method, const std::string& target,
+                const std::string& body = "") {
+    Request request;
+    request.method = method;
+    request.target = target;
+    request.body = body;
+    return api_->handle(request);
+  }
+  Response call(const std::string& method, const std::string& target, const json& body) {
+    return call(method, target, body.dump());
+  }
+
+  static json parse(const Response& response) {
+    EXPECT_EQ(response.content_type, "application/json");
+    return json::parse(response.body);
+  }
+
+  static std::string header(const Response& response, const std::string& name) {
+    for (const auto& [key, value] : response.headers) {
+      if (key == name) return value;
+    }
+    return "";
+  }
+
+  // A finished run with samples from two ranks and two events, stored directly.
+  int64_t seedRun() {
+    auto id = store_->createRun("my-loss", lossScenario("my-loss"), "netns-lab");
+    EXPECT_TRUE(id.isOk());
+    EXPECT_TRUE(store_->setRunState(*id, "running").isOk());
+    EXPECT_TRUE(store_->setRunAttribute(*id, "loss_backend", "nftables").isOk());
+    std::vector<core::Sample> samples;
+    for (int rank = 0; rank < 2; ++rank) {
+      for (int i = 0; i < 3; ++i) {
+        samples.push_back({rank, i, 10.0 * i, 8.0 + rank, 1 << 20});
+      }
+    }
+    EXPECT_TRUE(store_->appendSamples(*id, samples).isOk());
+    EXPECT_TRUE(store_->appendEvent({*id, 5.0, 1000, "fault_applied", {{"step", 0}}}).isOk());
+    EXPECT_TRUE(store_->appendEvent({*id, 25.0, 1020, "fault_reverted", {{"step", 0}}}).isOk());
+    EXPECT_TRUE(
+        store_->finishRun(*id, "passed", 87.5, json{{"analysis", {{"score", 87.5}}}}, "").isOk());
+    return *id;
+  }
+
+  size_t storedScenarioCount() {
+    auto list = store_->listScenarios();
+    EXPECT_TRUE(list.isOk());
+    return list.isOk() ? list->size() : 0;
+  }
+  size_t storedRunCount() {
+    auto list = store_->listRuns({});
+    EXPECT_TRUE(list.isOk());
+    return list.isOk() ? list->size() : 0;
+  }
+
+  std::unique_ptr<store::Store> store_;
+  FakeRunService runs_;
+  FakeFabricCatalog fabrics_;
+  std::unique_ptr<Api> api_;
+};
+
+void expectError(const Response& response, int status, const std::string& code,
+                 const std::string& message_part) {
+  EXPECT_EQ(response.status, status) << response.body;
+  json body = json::parse(response.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << response.body;
+  ASSERT_TRUE(body.contains("error")) << response.body;
+  EXPECT_EQ(body["error"]["code"], code) << response.body;
+  EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
+}
+
+// --- status mapping ---------------------------------------------------------------------------
+
+TEST(HttpStatusFor, EveryCode) {
+  struct Case {
+    StatusCode code;
+    int http;
+  };
+  const Case cases[] = {
+      {StatusCode::kInvalidArgument, 400}, {StatusCode::kNotFound, 404},
+      {StatusCode::kAlreadyExists, 409},   {StatusCode::kFailedPrecondition, 409},
+      {StatusCode::kUnprocessable, 422},   {StatusCode::kPermissionDenied, 403},
+      {StatusCode::kUnauthenticated, 401}, {StatusCode::kNotSupported, 501},
+      {StatusCode::kUnavailable, 503},     {StatusCode::kTimeout, 504},
+      {StatusCode::kAborted, 409},         {StatusCode::kInternal, 500},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(core::statusCodeName(c.code));
+    EXPECT_EQ(httpStatusFor(c.code), c.http);
+    Response response = errorResponse(Status(c.code, "what happened"));
+    EXPECT_EQ(response.status, c.http);
+    EXPECT_EQ(response.content_type, "application/json");
+    EXPECT_EQ(
+        json::parse(response.body),
+        (json{{"error", {{"code", core::statusCodeName(c.code)}, {"message", "what happened"}}}}));
+  }
+}
+
+// --- system -----------------------------------------------------------------------------------
+
+TEST_F(ApiTest, Healthz) {
+  Response response = call("GET", "/healthz");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(parse(response), (json{{"status", "ok"}, {"version", "1.2.3"}}));
+}
+
+TEST_F(ApiTest, Capabilities) {
+  Response response = call("GET", "/v1/capabilities");
+  ASSERT_EQ(response.status, 200);
+  json body = parse(response);
+  EXPECT_EQ(body["version"], "1.2.3");
+  ASSERT_EQ(body["fault_kinds"].size(), 2u);
+  EXPECT_EQ(body["fault_kinds"][0], (json{{"kind", "link_flap"},
+                                          {"description", "takes a link down and up"},
+                                          {"available", true},
+                                          {"reason", ""},
+                                          {"backend", "netlink"}}));
+  EXPECT_EQ(body["fault_kinds"][1]["available"], false);
+  EXPECT_EQ(body["fault_kinds"][1]["reason"], "nftables is missing");
+}
+
+TEST_F(ApiTest, Fabrics) {
+  Response list = call("GET", "/v1/fabrics");
+  ASSERT_EQ(list.status, 200);
+  json body = parse(list);
+  ASSERT_EQ(body["fabrics"].size(), 1u);
+  EXPECT_EQ(body["fabrics"][0], scenarios::toJson(FakeFabricCatalog::netnsLab(4)));
+
+  Response one = call("GET", "/v1/fabrics/netns-lab");
+  ASSERT_EQ(one.status, 200);
+  EXPECT_EQ(parse(one)["name"], "netns-lab");
+
+  expectError(call("GET", "/v1/fabrics/nope"), 404, "NOT_FOUND", "nope");
+}
+
+// --- scenarios --------------------------------------------------------------------------------
+
+TEST_F(ApiTest, ListScenarios) {
+  Response response = call("GET", "/v1/scenarios");
+  ASSERT_EQ(response.status, 200);
+  json list = parse(response)["scenarios"];
+  ASSERT_EQ(list.size(), 2u);
+  json by_name = json::object();
+  for (const json& s : list) by_name[s["name"].get<std::string>()] = s;
+  EXPECT_EQ(by_name["builtin-flap"]["builtin"], true);
+  EXPECT_EQ(by_name["builtin-flap"]["steps"], 1);
+  EXPECT_EQ(by_name["builtin-flap"]["description"], "two flaps of h1's link");
+  EXPECT_EQ(by_name["my-loss"]["builtin"], false);
+  EXPECT_EQ(by_name["my-loss"]["steps"], 2);
+  EXPECT_TRUE(by_name["my-loss"]["updated_ms"].is_number_integer());
+}
+
+TEST_F(ApiTest, GetScenario) {
+  Response response = call("GET", "/v1/scenarios/my-loss");
+  ASSERT_EQ(response.status, 200);
+  EXPECT_EQ(parse(response), lossScenario("my-loss"));
+  // Path segments are percent-decoded.
+  EXPECT_EQ(call("GET", "/v1/scenarios/my%2Dloss").status, 200);
+  expectError(call("GET", "/v1/scenarios/absent"), 404, "NOT_FOUND", "absent");
+  expectError(call("GET", "/v1/scenarios/bad%zz"), 400, "INVALID_ARGUMENT", "percent-encoding");
+}
+
+TEST_F(ApiTest, CreateScenario) {
+  Response response = call("POST", "/v1/scenarios", flapScenario("new-flap"));
+  ASSERT_EQ(response.status, 201) << response.body;
+  EXPECT_EQ(header(response, "Location"), "/v1/scenarios/new-flap");
+  EXPECT_EQ(parse(response), flapScenario("new-flap"));
+  auto stored = store_->getScenario("new-flap");
+  ASSERT_TRUE(stored.isOk());
+  EXPECT_EQ(stored->document, flapScenario("new-flap"));
+  EXPECT_FALSE(stored->builtin);
+
+  expectError(call("POST", "/v1/scenarios", flapScenario("new-flap")), 409, "ALREADY_EXISTS",
+              "new-flap already exists");
+  expectError(call("POST", "/v1/scenarios", flapScenario("builtin-flap")), 409, "ALREADY_EXISTS",
+              "builtin-flap");
+}
+
+TEST_F(ApiTest, CreateScenarioRejectsAndStoresNothing) {
+  json bad_time = flapScenario("t");
+  bad_time["steps"][0]["at_ms"] = -5;
+  json bad_kind = flapScenario("k");
+  bad_kind["steps"][0]["kind"] = "bogus";
+  json bad_params = lossScenario("p");
+  bad_params["steps"][0]["params"]["percent"] = 500;
+  json bad_target = flapScenario("tg");
+  bad_target["steps"][0]["target"] = {{"host", "h9"}};
+  json bad_link = flapScenario("tl");
+  bad_link["steps"][0]["target"] = {{"link", "h7-sw0"}};
+  json bad_name = flapScenario("Bad Name");
+  json no_version = flapScenario("nv");
+  no_version.erase("version");
+  json unknown_field = flapScenario("uf");
+  unknown_field["colour"] = "blue";
+
+  struct Case {
+    const char* name;
+    std::string body;
+    int status;
+    const char* code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"malformed json", "{\"a\" 1}", 400, "INVALID_ARGUMENT", "malformed JSON at byte 6"},
+      {"truncated json", "{\"version\": 1,", 400, "INVALID_ARGUMENT", "at byte 15"},
+      {"empty body", "", 400, "INVALID_ARGUMENT", "empty"},
+      {"array body", "[1, 2]", 400, "INVALID_ARGUMENT", "must be a JSON object, got array"},
+      {"string body", "\"x\"", 400, "INVALID_ARGUMENT", "got string"},
+      {"missing version", no_version.dump(), 400, "INVALID_ARGUMENT", "version"},
+      {"unknown field", unknown_field.dump(), 400, "INVALID_ARGUMENT", "colour"},
+      {"negative at_ms", bad_time.dump(), 400, "INVALID_ARGUMENT", "steps[0].at_ms"},
+      {"unknown kind", bad_kind.dump(), 400, "INVALID_ARGUMENT",
+       "steps[0].kind: unknown fault kind \"bogus\"; valid kinds: link_flap, packet_loss"},
+      {"bad params", bad_params.dump(), 400, "INVALID_ARGUMENT", "steps[0].params: percent"},
+      {"unknown host", bad_target.dump(), 422, "UNPROCESSABLE", "h9"},
+      {"unknown link", bad_link.dump(), 422, "UNPROCESSABLE", "h7-sw0"},
+      {"bad name", bad_name.dump(), 400, "INVALID_ARGUMENT", "name"},
+  };
+  const size_t before = storedScenarioCount();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    expectError(call("POST", "/v1/scenarios", c.body), c.status, c.code, c.message);
+  }
+  EXPECT_EQ(storedScenarioCount(), before);
+  EXPECT_EQ(runs_.submitCalls(), 0);
+}
+
+TEST_F(ApiTest, ScenarioValidationWithoutFabric) {
+  fabrics_.clear();
+  // Kinds, parameters and timing are still checked...
+  json bad_kind = flapScenario("k");
+  bad_kind["steps"][0]["kind"] = "bogus";
+  expectError(call("POST", "/v1/scenarios", bad_kind), 400, "INVALID_ARGUMENT",
+              "valid kinds: link_flap, packet_loss");
+  json bad_params = lossScenario("p");
+  bad_params["steps"][0]["params"] = json::object();
+  expectError(call("POST", "/v1/scenarios", bad_params), 400, "INVALID_ARGUMENT",
+              "steps[0].params");
+  json no_down = flapScenario("d");
+  no_down["steps"][0]["params"].erase("down_ms");
+  expectError(call("POST", "/v1/scenarios", no_down), 400, "INVALID_ARGUMENT",
+              "steps[0].params.down_ms");
+  json too_long = flapScenario("l");
+  too_long["max_duration_ms"] = 1000;
+  expectError(call("POST", "/v1/scenarios", too_long), 400, "INVALID_ARGUMENT", "max_duration_ms");
+  EXPECT_EQ(storedScenarioCount(), 2u);
+  // ... but targets cannot be, so an unknown host is accepted.
+  json far_host = flapScenario("far");
+  far_host["steps"][0]["target"] = {{"host", "h9"}};
+  EXPECT_EQ(call("POST", "/v1/scenarios", far_host).status, 201);
+}
+
+TEST_F(ApiTest, FabricCatalogFailureIsReported) {
+  fabrics_.failGetOn(1, Status(StatusCode::kUnavailable, "lab agent is down"));
+  expectError(call("POST", "/v1/scenarios", flapScenario("x")), 503, "UNAVAILABLE",
+              "lab agent is down");
+  EXPECT_EQ(storedScenarioCount(), 2u);
+}
+
+TEST_F(ApiTest, ReplaceScenario) {
+  // Creating through PUT, with the name taken from the path.
+  json doc = flapScenario("put-one");
+  doc.erase("name");
+  Response created = call("PUT", "/v1/scenarios/put-one", doc);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(header(created, "Location"), "/v1/scenarios/put-one");
+  EXPECT_EQ(store_->getScenario("put-one")->document["name"], "put-one");
+
+  // Replacing, with a matching name in the body.
+  json replacement = lossScenario("put-one");
+  Response replaced = call("PUT", "/v1/scenarios/put-one", replacement);
+  ASSERT_EQ(replaced.status, 200) << replaced.body;
+  EXPECT_EQ(parse(replaced), replacement);
+  EXPECT_EQ(store_->getScenario("put-one")->document, replacement);
+
+  json bad_kind = lossScenario("put-one");
+  bad_kind["steps"][1]["kind"] = "pfc_storm";
+  json bad_target = lossScenario("put-one");
+  bad_target["steps"][1]["target"] = {{"host", "h42"}};
+  struct Case {
+    const char* name;
+    std::string target;
+    std::string body;
+    int status;
+    const char* code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"name mismatch", "/v1/scenarios/put-one", flapScenario("other").dump(), 400,
+       "INVALID_ARGUMENT", "name: \"other\" does not match the path name \"put-one\""},
+      {"name not a string", "/v1/scenarios/put-one", json{{"name", 7}}.dump(), 400,
+       "INVALID_ARGUMENT", "does not match"},
+      {"builtin", "/v1/scenarios/builtin-flap", flapScenario("builtin-flap").dump(), 409,
+       "FAILED_PRECONDITION", "built-in scenarios are read-only; copy it under a new name"},
+      {"bad path name", "/v1/scenarios/Bad%20Name", flapScenario("Bad Name").dump(), 400,
+       "INVALID_ARGUMENT", "Bad Name"},
+      {"malformed json", "/v1/scenarios/put-one", "{]", 400, "INVALID_ARGUMENT", "byte 2"},
+      {"unknown kind", "/v1/scenarios/put-one", bad_kind.dump(), 400, "INVALID_ARGUMENT",
+       "steps[1].kind"},
+      {"unknown target", "/v1/scenarios/put-one", bad_target.dump(), 422, "UNPROCESSABLE", "h42"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    expectError(call("PUT", c.target, c.body), c.status, c.code, c.message);
+  }
+  EXPECT_EQ(store_->getScenario("put-one")->document, replacement);
+  EXPECT_EQ(store_->getScenario("builtin-flap")->document, flapScenario("builtin-flap"));
+  EXPECT_EQ(storedScenarioCount(), 3u);
+}
+
+TEST_F(ApiTest, DeleteScenario) {
+  Response deleted = call("DELETE", "/v1/scenarios/my-loss");
+  EXPECT_EQ(deleted.status, 204);
+  EXPECT_TRUE(deleted.body.empty());
+  expectError(call("GET", "/v1/scenarios/my-loss"), 404, "NOT_FOUND", "my-loss");
+  expectError(call("DELETE", "/v1/scenarios/my-loss"), 404, "NOT_FOUND", "my-loss");
+  expectError(call("DELETE", "/v1/scenarios/builtin-flap"), 409, "FAILED_PRECONDITION",
+              "built-in scenarios are read-only");
+  EXPECT_TRUE(store_->getScenario("builtin-flap").isOk());
+}
+
+// --- runs -------------------------------------------------------------------------------------
+
+TEST_F(ApiTest, SubmitRunByName) {
+  runs_.setNextId(41);
+  Response response = call("POST", "/v1/runs", json{{"scenario", "my-loss"}});
+  ASSERT_EQ(response.status, 202) << response.body;
+  EXPECT_EQ(parse(response),
+            (json{{"id", 41}, {"state", "queued"}, {"links", {{"self", "/v1/runs/41"}}}}));
+  EXPECT_EQ(header(response, "Location"), "/v1/runs/41");
+  auto submissions = runs_.submissions();
+  ASSERT_EQ(submissions.size(), 1u);
+  EXPECT_EQ(submissions[0].scenario.name, "my-loss");
+  EXPECT_EQ(submissions[0].scenario.steps.size(), 2u);
+  EXPECT_EQ(submissions[0].fabric, "netns-lab");
+}
+
+TEST_F(ApiTest, SubmitRunInlineWithFabricAndGates) {
+  fabrics_.add(FakeFabricCatalog::netnsLab(3, "small-lab"));
+  json doc = flapScenario("inline-flap");
+  doc["gates"] = {{"min_score", 50}, {"require_survival", false}};
+  Response response =
+      call("POST", "/v1/runs",
+           json{{"scenario", doc}, {"fabric", "small-lab"}, {"gates", {{"min_score", 80}}}});
+  ASSERT_EQ(response.status, 202) << response.body;
+  auto submissions = runs_.submissions();
+  ASSERT_EQ(submissions.size(), 1u);
+  EXPECT_EQ(submissions[0].fabric, "small-lab");
+  EXPECT_EQ(submissions[0].scenario.name, "inline-flap");
+  EXPECT_EQ(submissions[0].scenario.gates.min_score, 80);        // the request's gate
+  EXPECT_FALSE(submissions[0].scenario.gates.require_survival);  // the scenario's
+  // An inline document without a name runs as "inline".
+  json unnamed = flapScenario("x");
+  unnamed.erase("name");
+  ASSERT_EQ(call("POST", "/v1/runs", json{{"scenario", unnamed}}).status, 202);
+  EXPECT_EQ(runs_.submissions()[1].scenario.name, "inline");
+}
+
+TEST_F(ApiTest, SubmitRunRejectsAndCreatesNothing) {
+  seedRun();
+  json bad_kind = flapScenario("k");
+  bad_kind["steps"][0]["kind"] = "bogus";
+  json bad_target = flapScenario("t");
+  bad_target["steps"][0]["target"] = {{"host", "h9"}};
+  json bad_field = flapScenario("f");
+  bad_field["steps"][0]["duration_ms"] = "long";
+  json bad_hosts = flapScenario("w");
+  bad_hosts["workload"] = {{"hosts", {"h0", "h8"}}};
+
+  struct Case {
+    const char* name;
+    std::string body;
+    int status;
+    const char* code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"malformed json", "{\"scenario\": }", 400, "INVALID_ARGUMENT", "malformed JSON at byte 14"},
+      {"not an object", "[]", 400, "INVALID_ARGUMENT", "must be a JSON object"},
+      {"missing scenario", json{{"fabric", "netns-lab"}}.dump(), 400, "INVALID_ARGUMENT",
+       "scenario: required"},
+      {"scenario is a number", json{{"scenario", 3}}.dump(), 400, "INVALID_ARGUMENT",
+       "scenario: must be a scenario name or an inline scenario document"},
+      {"unknown scenario", json{{"scenario", "nope"}}.dump(), 404, "NOT_FOUND",
+       "scenario nope not found"},
+      {"unknown fabric", json{{"scenario", "my-loss"}, {"fabric", "big-lab"}}.dump(), 422,
+       "UNPROCESSABLE", "fabric big-lab is not registered; run `fabric-chaos lab up` first"},
+      {"fabric not a string", json{{"scenario", "my-loss"}, {"fabric", 1}}.dump(), 400,
+       "INVALID_ARGUMENT", "fabric: must be a non-empty string"},
+      {"unknown field", json{{"scenario", "my-loss"}, {"priority", 1}}.dump(), 400,
+       "INVALID_ARGUMENT", "unknown field \"priority\""},
+      {"gates not an object", json{{"scenario", "my-loss"}, {"gates", 1}}.dump(), 400,
+       "INVALID_ARGUMENT", "gates: must be an object"},
+      {"bad gate", json{{"scenario", "my-loss"}, {"gates", {{"min_score", 900}}}}.dump(), 400,
+       "INVALID_ARGUMENT", "gates.min_score"},
+      {"inline unknown kind", json{{"scenario", bad_kind}}.dump(), 400, "INVALID_ARGUMENT",
+       "valid kinds: link_flap, packet_loss"},
+      {"inline unknown target", json{{"scenario", bad_target}}.dump(), 422, "UNPROCESSABLE", "h9"},
+      {"inline bad field", json{{"scenario", bad_field}}.dump(), 400, "INVALID_ARGUMENT",
+       "steps[0].duration_ms"},
+      {"inline unknown workload host", json{{"scenario", bad_hosts}}.dump(), 422, "UNPROCESSABLE",
+       "h8"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    expectError(call("POST", "/v1/runs", c.body), c.status, c.code, c.message);
+  }
+  EXPECT_EQ(runs_.submitCalls(), 0);
+  EXPECT_EQ(storedRunCount(), 1u);
+  EXPECT_EQ(storedScenarioCount(), 2u);
+}
+
+TEST_F(ApiTest, SubmitRunReportsServiceAndCatalogFailures) {
+  runs_.failSubmitOn(1, Status(StatusCode::kUnavailable, "scheduler is shutting down"));
+  expectError(call("POST", "/v1/runs", json{{"scenario", "my-loss"}}), 503, "UNAVAILABLE",
+              "scheduler is shutting down");
+  fabrics_.failGetOn(fabrics_.getCalls() + 1, Status(StatusCode::kTimeout, "lab did not answer"));
+  expectError(call("POST", "/v1/runs", json{{"scenario", "my-loss"}}), 504, "TIMEOUT",
+              "lab did not answer");
+  EXPECT_TRUE(runs_.submissions().empty());
+}
+
+TEST_F(ApiTest, ListRuns) {
+  const int64_t id = seedRun();
+  auto second = store_->createRun("builtin-flap", flapScenario("builtin-flap"), "netns-lab");
+  ASSERT_TRUE(second.isOk());
+
+  Response all = call("GET", "/v1/runs");
+  ASSERT_EQ(all.status, 200);
+  json runs = parse(all)["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["id"], *second);  // newest first
+  EXPECT_EQ(runs[0]["state"], "queued");
+  EXPECT_TRUE(runs[0]["score"].is_null());
+  const json& done = runs[1];
+  EXPECT_EQ(done["id"], id);
+  EXPECT_EQ(done["scenario"], "my-loss");
+  EXPECT_EQ(done["fabric"], "netns-lab");
+  EXPECT_EQ(done["state"], "passed");
+  EXPECT_EQ(done["score"], 87.5);
+  EXPECT_EQ(done["error"], "");
+  for (const char* key : {"created_ms", "started_ms", "finished_ms"}) {
+    EXPECT_TRUE(done[key].is_number_integer()) << key;
+  }
+  EXPECT_GT(done["finished_ms"].get<int64_t>(), 0);
+
+  EXPECT_EQ(parse(call("GET", "/v1/runs?state=passed"))["runs"].size(), 1u);
+  EXPECT_EQ(parse(call("GET", "/v1/runs?state=running"))["runs"].size(), 0u);
+  EXPECT_EQ(parse(call("GET", "/v1/runs?scenario=builtin-flap"))["runs"].size(), 1u);
+  EXPECT_EQ(parse(call("GET", "/v1/runs?scenario=my-loss&state=passed"))["runs"].size(), 1u);
+  EXPECT_EQ(parse(call("GET", "/v1/runs?limit=1"))["runs"].size(), 1u);
+  expectError(call("GET", "/v1/runs?limit=abc"), 400, "INVALID_ARGUMENT", "limit");
+  expectError(call("GET", "/v1/runs?limit=0"), 400, "INVALID_ARGUMENT", "limit");
+  expectError(call("GET", "/v1/runs?limit=100000"), 400, "INVALID_ARGUMENT", "limit");
+}
+
+TEST_F(ApiTest, GetRun) {
+  const int64_t id = seedRun();
+  Response response = call("GET", "/v1/runs/" + std::to_string(id));
+  ASSERT_EQ(response.status, 200) << response.body;
+  json run = parse(response);
+  EXPECT_EQ(run["id"], id);
+  EXPECT_EQ(run["state"], "passed");
+  EXPECT_EQ(run["scenario_document"], lossScenario("my-loss"));
+  EXPECT_EQ(run["attributes"], (json{{"loss_backend", "nftables"}}));
+  EXPECT_EQ(run["result"], (json{{"analysis", {{"score", 87.5}}}}));
+  ASSERT_EQ(run["transitions"].size(), 3u);
+  EXPECT_EQ(run["transitions"][0]["state"], "queued");
+  EXPECT_EQ(run["transitions"][2]["state"], "passed");
+  ASSERT_EQ(run["timeline"].size(), 2u);
+  EXPECT_EQ(
+      run["timeline"][0],
+      (json{
+          {"t_ms", 5.0}, {"wall_ms", 1000}, {"kind", "fault_applied"}, {"detail", {{"step", 0}}}}));
+
+  expectError(call("GET", "/v1/runs/abc"), 400, "INVALID_ARGUMENT", "run id");
+  expectError(call("GET", "/v1/runs/-1"), 400, "INVALID_ARGUMENT", "run id");
+  expectError(call("GET", "/v1/runs/99999999999999999999"), 400, "INVALID_ARGUMENT", "run id");
+  expectError(call("GET", "/v1/runs/999"), 404, "NOT_FOUND", "run 999");
+}
+
+TEST_F(ApiTest, AbortRun) {
+  ASSERT_EQ(call("POST", "/v1/runs", json{{"scenario", "my-loss"}}).status, 202);
+  Response response = call("POST", "/v1/runs/1/abort");
+  ASSERT_EQ(response.status, 202) << response.body;
+  EXPECT_EQ(parse(response), (json{{"id", 1}, {"state", "aborting"}}));
+
+  expectError(call("POST", "/v1/runs/77/abort"), 404, "NOT_FOUND", "run 77");
+  runs_.setAbortResult(1, Status(StatusCode::kFailedPrecondition, "run 1 has already finished"));
+  expectError(call("POST", "/v1/runs/1/abort"), 409, "FAILED_PRECONDITION", "already finished");
+  expectError(call("POST", "/v1/runs/x/abort"), 400, "INVALID_ARGUMENT", "run id");
+  EXPECT_EQ(runs_.abortCalls(), (std::vector<int64_t>{1, 77, 1}));
+  expectError(call("GET", "/v1/runs/1/abort"), 405, "METHOD_NOT_ALLOWED", "allowed: POST");
+}
+
+TEST_F(ApiTest, RunSamples) {
+  const int64_t id = seedRun();
+  const std::string base = "/v1/runs/" + std::to_string(id) + "/samples";
+  Response response = call("GET", base);
+  ASSERT_EQ(response.status, 200) << response.body;
+  json body = parse(response);
+  EXPECT_EQ(body["run_id"], id);
+  ASSERT_EQ(body["samples"].size(), 6u);
+  const json& first = body["samples"][0];
+  EXPECT_EQ(first["rank"], 0);
+  EXPECT_EQ(first["iteration"], 0);
+  EXPECT_EQ(first["start_ms"], 0.0);
+  EXPECT_EQ(first["duration_ms"], 8.0);
+  EXPECT_EQ(first["bytes"], 1 << 20);
+  // Two ranks reported: world size 2.
+  EXPECT_DOUBLE_EQ(first["busbw_gbps"].get<double>(), scenarios::busBandwidthGBps(1 << 20, 8.0, 2));
+  EXPECT_GT(first["busbw_gbps"].get<double>(), 0);
+
+  json rank1 = parse(call("GET", base + "?rank=1"))["samples"];
+  ASSERT_EQ(rank1.size(), 3u);
+  for (const json& s : rank1) EXPECT_EQ(s["rank"], 1);
+  EXPECT_DOUBLE_EQ(rank1[0]["busbw_gbps"].get<double>(),
+                   scenarios::busBandwidthGBps(1 << 20, 9.0, 2));
+  EXPECT_TRUE(parse(call("GET", base + "?rank=5"))["samples"].empty());
+
+  expectError(call("GET", base + "?rank=x"), 400, "INVALID_ARGUMENT", "rank");
+  expectError(call("GET", "/v1/runs/4242/samples"), 404, "NOT_FOUND", "run 4242");
+  expectError(call("GET", "/v1/runs/zz/samples"), 400, "INVALID_ARGUMENT", "run id");
+}
+
+TEST_F(ApiTest, RunSamplesWorldFromScenarioHosts) {
+  json doc = flapScenario("three");
+  doc["workload"] = {{"hosts", {"h0", "h1", "h2"}}};
+  auto id = store_->createRun("three", doc, "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  // Only one rank reported: the world is still the three hosts the scenario names.
+  ASSERT_TRUE(store_->appendSamples(*id, {{0, 0, 0.0, 4.0, 1 << 20}}).isOk());
+  json samples = parse(call("GET", "/v1/runs/" + std::to_string(*id) + "/samples"))["samples"];
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(samples[0]["busbw_gbps"].get<double>(),
+                   scenarios::busBandwidthGBps(1 << 20, 4.0, 3));
+}
+
+TEST_F(ApiTest, RunEvents) {
+  const int64_t id = seedRun();
+  Response response = call("GET", "/v1/runs/" + std::to_string(id) + "/events");
+  ASSERT_EQ(response.status, 200);
+  json events = parse(response)["events"];
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["kind"], "fault_reverted");
+  EXPECT_EQ(events[1]["t_ms"], 25.0);
+  EXPECT_EQ(events[1]["wall_ms"], 1020);
+  EXPECT_EQ(events[1]["detail"], (json{{"step", 0}}));
+  expectError(call("GET", "/v1/runs/31337/events"), 404, "NOT_FOUND", "run 31337");
+}
+
+// --- routing ----------------------------------------------------------------------------------
+
+TEST_F(ApiTest, Routing) {
+  expectError(call("GET", "/v1/nothing"), 404, "NOT_FOUND", "GET /v1/nothing");
+  expectError(call("GET", "/v1/runs/1/other"), 404, "NOT_FOUND", "/v1/runs/1/other");
+  expectError(call("GET", "/"), 404, "NOT_FOUND", "GET /");
+
+  Response wrong = call("DELETE", "/v1/runs");
+  expectError(wrong, 405, "METHOD_NOT_ALLOWED", "DELETE");
+  EXPECT_EQ(header(wrong, "Allow"), "GET, POST");
+  EXPECT_EQ(header(call("POST", "/v1/scenarios/x"), "Allow"), "GET, PUT, DELETE");
+  EXPECT_EQ(header(call("PUT", "/healthz"), "Allow"), "GET");
+
+  // A trailing slash and a query string do not change the route.
+  EXPECT_EQ(call("GET", "/v1/scenarios/").status, 200);
+  EXPECT_EQ(call("GET", "/healthz?probe=1").status, 200);
+}
+
+TEST_F(ApiTest, ExceptionsBecome500) {
+  ApiDeps throwing = deps();
+  throwing.capabilities = []() -> std::vector<injectors::KindInfo> {
+    throw std::runtime_error("registry exploded");
+  };
+  Api api(throwing);
+  Request request{"GET", "/v1/capabilities", {}, ""};
+  Response response = api.handle(request);
+  expectError(response, 500, "INTERNAL", "registry exploded");
+}
+
+}  // namespace
+}  // namespace fabric_chaos::api
