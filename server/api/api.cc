@@ -12,38 +12,6 @@ namespace fabric_chaos::api {
 using core::Status;
 using core::StatusCode;
 
-int httpStatusFor(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-      return 409;
-    case StatusCode::kFailedPrecondition:
-      return 409;
-    case StatusCode::kUnprocessable:
-      return 422;
-    case StatusCode::kPermissionDenied:
-      return 403;
-    case StatusCode::kUnauthenticated:
-      return 401;
-    case StatusCode::kNotSupported:
-      return 501;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kTimeout:
-      return 504;
-    case StatusCode::kAborted:
-      return 409;
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
-
 Response errorResponse(const Status& status) {
   // An OK status has no error to report; treat it as a bug rather than answer 200 with an error.
   if (status.isOk()) {

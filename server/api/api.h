@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/http_message.h"
 #include "injectors/injector.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
@@ -17,19 +18,8 @@
 
 namespace fabric_chaos::api {
 
-struct Request {
-  std::string method;                          // "GET"
-  std::string target;                          // "/v1/runs?state=passed"
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-};
-
-struct Response {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-};
+using Request = core::HttpRequest;
+using Response = core::HttpResponse;
 
 struct ApiDeps {
   store::Store* store = nullptr;
@@ -53,6 +43,6 @@ class Api {
 
 // {"error": {"code": "NOT_FOUND", "message": "..."}} with the HTTP status for the code.
 Response errorResponse(const core::Status& status);
-int httpStatusFor(core::StatusCode code);
+using core::httpStatusFor;
 
 }  // namespace fabric_chaos::api

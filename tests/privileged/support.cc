@@ -137,12 +137,12 @@ int ServeProcess::waitForPort(int timeout_ms) {
 
 int ServeProcess::stop(int timeout_ms) {
   if (pid_ <= 0) return -1;
-  kill(pid_, SIGINT);
+  ::kill(pid_, SIGINT);
   const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
     if (steadyNowNs() > deadline) {
-      kill(pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       break;
     }
@@ -151,6 +151,15 @@ int ServeProcess::stop(int timeout_ms) {
   pid_ = -1;
   if (reader_.joinable()) reader_.join();
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void ServeProcess::kill(int signo) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, signo);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (reader_.joinable()) reader_.join();
 }
 
 std::string ServeProcess::output() {

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -55,6 +57,8 @@ class ServeProcess {
   int waitForPort(int timeout_ms);
   // SIGINT and wait; returns the exit code.
   int stop(int timeout_ms);
+  // Sends `signo` (e.g. SIGKILL to simulate a crash) and reaps the process.
+  void kill(int signo);
   std::string output();
 
  private:

@@ -1,0 +1,38 @@
+#pragma once
+// Transport-neutral HTTP request/response values and the Status -> HTTP status mapping, shared by
+// the controller's REST API (server/api) and the agent's API (agent/), which both run behind the
+// same Beast transport and both answer errors as {"error": {"code", "message"}}.
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fabric_chaos::core {
+
+struct HttpRequest {
+  std::string method;                          // "GET"
+  std::string target;                          // "/v1/runs?state=passed"
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// kInvalidArgument 400, kNotFound 404, kUnprocessable 422, kPermissionDenied 403, ...
+int httpStatusFor(StatusCode code);
+
+// {"error": {"code": "NOT_FOUND", "message": "..."}} with the HTTP status for the code.
+HttpResponse jsonErrorResponse(const Status& status);
+
+// The inverse, for clients: a StatusCode for an HTTP status (404 -> kNotFound, 5xx -> ...).
+StatusCode statusCodeForHttp(int http_status);
+
+}  // namespace fabric_chaos::core
