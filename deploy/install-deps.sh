@@ -12,7 +12,9 @@ packages=(
   libibverbs-dev librdmacm-dev
   libgtest-dev libgmock-dev
   # runtime tools used by the namespace lab and the privileged tests
-  iproute2 nftables iputils-ping util-linux procps
+  iproute2 nftables iputils-ping util-linux procps kmod
+  # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
+  qemu-system-x86 busybox-static rdma-core ibverbs-utils
 )
 
 missing=()
