@@ -86,10 +86,11 @@ Status parseLabels(const json& obj, const std::string& path,
 }
 
 Status parseHost(const json& obj, const std::string& path, Host& host) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "agent", "nics", "labels"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "agent", "agent_token_file", "nics", "labels"}));
   FC_RETURN_IF_ERROR(requiredName(obj, path, "name", host.name));
   FC_RETURN_IF_ERROR(optionalString(obj, path, "netns", host.netns));
   FC_RETURN_IF_ERROR(optionalString(obj, path, "agent", host.agent));
+  FC_RETURN_IF_ERROR(optionalString(obj, path, "agent_token_file", host.agent_token_file));
   std::set<std::string> nic_names;
   FC_RETURN_IF_ERROR(forEachObject(obj, path, "nics", [&](const json& n, const std::string& p) {
     Nic nic;
@@ -275,6 +276,7 @@ nlohmann::json toJson(const Fabric& fabric) {
                      {"agent", host.agent},
                      {"nics", std::move(nics)},
                      {"labels", host.labels}});
+    if (!host.agent_token_file.empty()) hosts.back()["agent_token_file"] = host.agent_token_file;
   }
   json switches = json::array();
   for (const Switch& sw : fabric.switches) {

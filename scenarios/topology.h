@@ -22,9 +22,12 @@ struct Nic {
 struct Host {
   std::string name;   // "h0"
   std::string netns;  // network namespace holding the host ("" = the initial namespace)
+  // "local" = the agent embedded in serve; otherwise the agent's base URL, e.g.
+  // "http://127.0.0.1:7101" (VM lab: qemu forwards it to the guest's management NIC).
   std::string agent = "local";
   std::vector<Nic> nics;
   std::map<std::string, std::string> labels;
+  std::string agent_token_file;  // where the remote agent's shared token is kept ("" for local)
 };
 
 struct Switch {
