@@ -56,7 +56,8 @@ Fabric netnsLab() {
                                 "fcl-" + name,
                                 "local",
                                 {{"eth0", "10.200.0." + std::to_string(i + 1)}},
-                                {{"rack", "r" + std::to_string(i / 2)}, {"leaf", "sw0"}}});
+                                {{"rack", "r" + std::to_string(i / 2)}, {"leaf", "sw0"}},
+                                ""});
     sw.ports.push_back("p" + std::to_string(i));
     fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
   }

@@ -24,7 +24,8 @@ Fabric testFabric() {
                                 "t-" + name,
                                 "local",
                                 {{"eth0", "10.200.0." + std::to_string(i + 1)}},
-                                {{"rack", i < 2 ? "r0" : "r1"}}});
+                                {{"rack", i < 2 ? "r0" : "r1"}},
+                                ""});
     sw.ports.push_back("p" + std::to_string(i));
     fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
   }

@@ -226,7 +226,7 @@ struct MissingCase {
 
 TEST(ResolveTargetsTest, NothingMatchedIsUnprocessableAndNamesTheSelector) {
   Fabric fabric = testFabric();
-  fabric.hosts.push_back(Host{"h4", "t-h4", "local", {}, {{"rack", "r2"}}});
+  fabric.hosts.push_back(Host{"h4", "t-h4", "local", {}, {{"rack", "r2"}}, ""});
   TargetSelector link;
   link.link = "h9-sw0";
   TargetSelector labels;
