@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agent/local_agent.h"
+#include "app/agent_directory.h"
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"
 #include "app/version.h"
@@ -225,7 +226,14 @@ int serveMain(int argc, char** argv) {
   agent::LocalAgent local_agent(*registry, *launcher, {self_exe, state_dir + "/logs"});
   lab::DirectoryFabricCatalog catalog(state_dir);
   core::SteadyClock clock;
-  scenarios::Engine engine({store.get(), &local_agent, &catalog, &clock}, {});
+  AppAgentDirectory agents(local_agent,
+                           [](const std::string& url,
+                              const std::string&) -> core::Result<std::unique_ptr<agent::Agent>> {
+                             return core::Status(
+                                 core::StatusCode::kNotSupported,
+                                 "remote agents are not supported by this build (" + url + ")");
+                           });
+  scenarios::Engine engine({store.get(), &agents, &catalog, &clock}, {});
 
   auto recovery = engine.recoverAtStartup();
   if (!recovery.isOk()) {

@@ -25,6 +25,32 @@ injectors::Fault faultFor(const PlannedAction& action) {
   return injectors::Fault{action.kind, {action.target.netns, action.target.ifname}, action.params};
 }
 
+// Journal entries carry the agent that applied the fault, so that start-up recovery asks the same
+// agent to revert it. The fault itself stays in injectors::toJson form under "fault".
+json journalFault(const injectors::Fault& fault, const AgentRef& agent) {
+  json doc = injectors::toJson(fault);
+  if (!agent.isLocal()) doc["agent"] = {{"name", agent.name}, {"token_file", agent.token_file}};
+  return doc;
+}
+
+AgentRef journalAgent(json& doc) {
+  AgentRef ref;
+  if (doc.is_object() && doc.contains("agent")) {
+    ref.name = doc["agent"].value("name", "local");
+    ref.token_file = doc["agent"].value("token_file", "");
+    doc.erase("agent");
+  }
+  return ref;
+}
+
+// Faults on a host's own NIC go to that host's agent; switch ports live in the lab's switch
+// namespaces on the controller's machine, so the local agent acts on them.
+AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target) {
+  if (target.side != "host") return AgentRef{};
+  const Host* host = fabric.findHost(target.host);
+  return host == nullptr ? AgentRef{} : AgentRef{host->agent, host->agent_token_file};
+}
+
 json targetJson(const ResolvedTarget& t) {
   return {{"host", t.host},
           {"link", t.link_id},
@@ -32,6 +58,27 @@ json targetJson(const ResolvedTarget& t) {
           {"netns", t.netns},
           {"ifname", t.ifname}};
 }
+
+// Several agents' workloads stopped together.
+class CompositeWorkload : public agent::WorkloadHandle {
+ public:
+  void add(std::unique_ptr<agent::WorkloadHandle> part) { parts_.push_back(std::move(part)); }
+  // In parallel: ranks on one agent must not outlive their peers on another by a grace period,
+  // or they would log a spurious peer loss.
+  void stop(int grace_ms) override {
+    std::vector<std::thread> stoppers;
+    for (auto& part : parts_) stoppers.emplace_back([&part, grace_ms] { part->stop(grace_ms); });
+    for (auto& t : stoppers) t.join();
+  }
+  int runningRanks() const override {
+    int running = 0;
+    for (const auto& part : parts_) running += part->runningRanks();
+    return running;
+  }
+
+ private:
+  std::vector<std::unique_ptr<agent::WorkloadHandle>> parts_;
+};
 
 }  // namespace
 
@@ -169,17 +216,14 @@ class Engine::RunExecution : public agent::WorkloadListener {
     if (!fabric.isOk()) return fabric.status();
     auto plan = planFaults(scenario, *fabric);
     if (!plan.isOk()) return plan.status();
-    recordBackends(scenario);
+    fabric_ = fabric.value();
+    FC_RETURN_IF_ERROR(recordBackends(*plan));
 
     std::vector<agent::RankSpec> ranks;
-    FC_RETURN_IF_ERROR(buildRanks(scenario, *fabric, ranks));
+    std::vector<AgentRef> rank_agents;
+    FC_RETURN_IF_ERROR(buildRanks(scenario, *fabric, ranks, rank_agents));
     world_ = static_cast<int>(ranks.size());
-
-    {
-      auto handle = engine_.deps_.agent->startWorkload(ranks, origin_ns_, this);
-      if (!handle.isOk()) return handle.status();
-      workload_ = std::move(handle.value());
-    }
+    FC_RETURN_IF_ERROR(startWorkload(ranks, rank_agents));
     event("workload_started", {{"ranks", world_},
                                {"message_bytes", scenario.workload.message_bytes},
                                {"compute_ms", scenario.workload.compute_ms}});
@@ -208,21 +252,61 @@ class Engine::RunExecution : public agent::WorkloadListener {
     return analyse(scenario, baseline_start, baseline_end, observe_end);
   }
 
-  void recordBackends(const Scenario& scenario) {
-    std::set<std::string> used;
-    for (const auto& step : scenario.steps) used.insert(step.kind);
+  // Records, per fault kind, the backend of the agent that will apply it, and refuses up front a
+  // kind that agent cannot apply (e.g. netem on a kernel without sch_netem).
+  Status recordBackends(const std::vector<PlannedAction>& plan) {
     json backends = json::object();
-    for (const auto& info : engine_.deps_.agent->capabilities()) {
-      if (used.count(info.kind)) backends[info.kind] = info.backend;
+    for (const auto& action : plan) {
+      auto agent = agentFor(agentForTarget(fabric_, action.target));
+      if (!agent.isOk()) return agent.status();
+      for (const auto& info : (*agent)->capabilities()) {
+        if (info.kind != action.kind) continue;
+        if (!info.available) {
+          return Status(StatusCode::kNotSupported, "fault kind " + info.kind +
+                                                       " is not available on " +
+                                                       action.target.host + ": " + info.reason);
+        }
+        backends[info.kind] = info.backend;
+      }
     }
     (void)store().setRunAttribute(run_id_, "backends", backends);
     if (backends.contains("packet_loss")) {
       (void)store().setRunAttribute(run_id_, "loss_backend", backends["packet_loss"]);
     }
+    return Status::ok();
+  }
+
+  core::Result<agent::Agent*> agentFor(const AgentRef& ref) {
+    return engine_.deps_.agents->agentFor(ref);
+  }
+
+  // One workload per agent (the namespace lab: one local agent for every rank; the VM lab: one
+  // agent per VM), presented to the rest of the run as a single handle.
+  Status startWorkload(const std::vector<agent::RankSpec>& ranks,
+                       const std::vector<AgentRef>& rank_agents) {
+    std::map<std::string, std::vector<agent::RankSpec>> by_agent;
+    std::map<std::string, AgentRef> refs;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      by_agent[rank_agents[i].name].push_back(ranks[i]);
+      refs[rank_agents[i].name] = rank_agents[i];
+    }
+    auto composite = std::make_unique<CompositeWorkload>();
+    for (const auto& [name, group] : by_agent) {
+      auto agent = agentFor(refs[name]);
+      if (!agent.isOk()) return agent.status();
+      auto handle = (*agent)->startWorkload(group, origin_ns_, this);
+      if (!handle.isOk()) {
+        composite->stop(engine_.options_.stop_grace_ms);
+        return handle.status();
+      }
+      composite->add(std::move(handle.value()));
+    }
+    workload_ = std::move(composite);
+    return Status::ok();
   }
 
   Status buildRanks(const Scenario& scenario, const Fabric& fabric,
-                    std::vector<agent::RankSpec>& ranks) {
+                    std::vector<agent::RankSpec>& ranks, std::vector<AgentRef>& rank_agents) {
     std::vector<const Host*> hosts;
     if (scenario.workload.hosts.empty()) {
       for (const auto& h : fabric.hosts) hosts.push_back(&h);
@@ -262,6 +346,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
       // The engine stops the ranks itself; their own limit only guards against a lost engine.
       spec.max_duration_ms = scenario.max_duration_ms + 60000;
       ranks.push_back(spec);
+      rank_agents.push_back(AgentRef{host.agent, host.agent_token_file});
     }
     return Status::ok();
   }
@@ -290,6 +375,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
     injectors::Fault fault;
     json prior;
     int64_t journal_id = 0;
+    agent::Agent* agent = nullptr;
   };
 
   Status runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end) {
@@ -321,19 +407,23 @@ class Engine::RunExecution : public agent::WorkloadListener {
   }
 
   Status applyAction(size_t index, const PlannedAction& action, double scheduled_ms) {
-    ActiveFault active{action, faultFor(action), json::object(), 0};
-    auto prior = engine_.deps_.agent->captureFault(active.fault);
+    const AgentRef agent_ref = agentForTarget(fabric_, action.target);
+    auto agent = agentFor(agent_ref);
+    if (!agent.isOk()) return agent.status();
+    ActiveFault active{action, faultFor(action), json::object(), 0, agent.value()};
+    auto prior = active.agent->captureFault(active.fault);
     if (!prior.isOk()) return prior.status().withContext("reading state before " + action.kind);
     active.prior = prior.value();
     // Intent first: if this process dies between here and the revert, start-up recovery finds it.
-    auto journal = store().journalIntent(run_id_, injectors::toJson(active.fault), active.prior);
+    auto journal =
+        store().journalIntent(run_id_, journalFault(active.fault, agent_ref), active.prior);
     if (!journal.isOk()) return journal.status().withContext("journaling " + action.kind);
     active.journal_id = journal.value();
     {
       std::lock_guard lock(mu_);
       active_[index] = active;
     }
-    Status applied = engine_.deps_.agent->applyFault(active.fault);
+    Status applied = active.agent->applyFault(active.fault);
     const double t = msSinceOrigin();
     json detail = {{"step", action.step},     {"phase", action.phase},
                    {"kind", action.kind},     {"target", targetJson(action.target)},
@@ -360,8 +450,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
       active = it->second;
     }
     json observed = json::object();
-    if (auto o = engine_.deps_.agent->observeFault(active.fault); o.isOk()) observed = o.value();
-    Status reverted = engine_.deps_.agent->revertFault(active.fault, active.prior);
+    if (auto o = active.agent->observeFault(active.fault); o.isOk()) observed = o.value();
+    Status reverted = active.agent->revertFault(active.fault, active.prior);
     const double t = msSinceOrigin();
     json detail = {{"step", active.action.step},
                    {"phase", active.action.phase},
@@ -448,6 +538,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
   std::atomic<int64_t> origin_ns_{0};
   int world_ = 2;
   std::unique_ptr<agent::WorkloadHandle> workload_;
+  Fabric fabric_;  // the fabric as resolved when the run started
   json result_ = json::object();
   // step -> [first apply, last revert], origin-relative ms. Worker thread only.
   std::map<int, std::pair<double, double>> windows_;
@@ -472,8 +563,13 @@ core::Result<StartupRecovery> Engine::recoverAtStartup() {
   auto entries = deps_.store->unrevertedJournal();
   if (!entries.isOk()) return entries.status();
   for (const auto& entry : *entries) {
-    auto fault = injectors::faultFromJson(entry.fault);
-    Status s = fault.isOk() ? deps_.agent->revertFault(*fault, entry.prior) : fault.status();
+    json doc = entry.fault;
+    const AgentRef ref = journalAgent(doc);
+    auto fault = injectors::faultFromJson(doc);
+    auto agent = deps_.agents->agentFor(ref);
+    Status s = !fault.isOk()   ? fault.status()
+               : !agent.isOk() ? agent.status()
+                               : (*agent)->revertFault(*fault, entry.prior);
     if (s.isOk()) {
       ++report.reverted;
       (void)deps_.store->journalMark(entry.id, "reverted");

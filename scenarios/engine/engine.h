@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "core/clock.h"
+#include "scenarios/engine/agent_directory.h"
 #include "scenarios/services.h"
 #include "server/store/store.h"
 
@@ -24,7 +25,7 @@ namespace fabric_chaos::scenarios {
 
 struct EngineDeps {
   store::Store* store = nullptr;
-  agent::Agent* agent = nullptr;
+  AgentDirectory* agents = nullptr;
   FabricCatalog* fabrics = nullptr;
   core::Clock* clock = nullptr;
 };

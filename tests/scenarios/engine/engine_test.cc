@@ -58,7 +58,7 @@ class EngineTest : public ::testing::Test {
     lab::LabOptions lab_options;
     lab_options.hosts = 4;
     catalog_ = std::make_unique<StaticCatalog>(lab::describeLab(lab_options));
-    engine_ = std::make_unique<Engine>(EngineDeps{store_.get(), &agent_, catalog_.get(), &clock_},
+    engine_ = std::make_unique<Engine>(EngineDeps{store_.get(), &agents_, catalog_.get(), &clock_},
                                        EngineOptions{5000, 17000, 1000});
   }
 
@@ -77,6 +77,7 @@ class EngineTest : public ::testing::Test {
   }
 
   FakeAgent agent_;
+  SingleAgentDirectory agents_{agent_};
   core::SteadyClock clock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<StaticCatalog> catalog_;
@@ -227,6 +228,81 @@ TEST_F(EngineTest, AnUnknownFabricEndsTheRunInErrorWithoutTouchingAnything) {
   EXPECT_EQ(waitForState(*id, kFinal, 5000), "error");
   EXPECT_NE(store_->getRun(*id)->error.find("no-such-fabric"), std::string::npos);
   EXPECT_TRUE(agent_.log().empty());
+}
+
+// Routes each agent name to its own fake, recording which names were asked for.
+class MapDirectory : public AgentDirectory {
+ public:
+  core::Result<agent::Agent*> agentFor(const AgentRef& ref) override {
+    std::lock_guard lock(mu_);
+    asked_.push_back(ref.name);
+    return &agents_[ref.isLocal() ? "local" : ref.name];
+  }
+  FakeAgent& get(const std::string& name) { return agents_[name]; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, FakeAgent> agents_;
+  std::vector<std::string> asked_;
+};
+
+TEST(EngineRouting, HostSideFaultsGoToTheHostsAgentAndSwitchPortsToTheLocalOne) {
+  auto store = store::Store::open(":memory:");
+  ASSERT_TRUE(store.isOk());
+  lab::LabOptions lab_options;
+  lab_options.hosts = 2;
+  Fabric fabric = lab::describeLab(lab_options);
+  fabric.hosts[0].agent = "http://127.0.0.1:7100";
+  fabric.hosts[1].agent = "http://127.0.0.1:7101";
+  StaticCatalog catalog(fabric);
+  MapDirectory agents;
+  core::SteadyClock clock;
+  Engine engine({store->get(), &agents, &catalog, &clock}, EngineOptions{5000, 17000, 1000});
+  engine.start();
+
+  Scenario scenario = flapScenario(1);
+  scenario.steps[0].target.side = "host";  // h1's own NIC: h1's agent
+  FaultStep port_step = scenario.steps[0];
+  port_step.target.side = "switch";  // sw0:p1 lives in the controller's namespace: local
+  port_step.at_ms = 300;
+  scenario.steps.push_back(port_step);
+  auto id = engine.submit(scenario, "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  const int64_t deadline = core::steadyNowNs() + 15'000'000'000;
+  std::string state;
+  while (core::steadyNowNs() < deadline) {
+    state = (*store)->getRun(*id)->state;
+    if (state == "passed" || state == "failed" || state == "error") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(state, "passed") << (*store)->getRun(*id)->error;
+  EXPECT_EQ(agents.get("http://127.0.0.1:7101").log(),
+            (std::vector<std::string>{"apply eth0", "revert eth0"}));
+  EXPECT_EQ(agents.get("local").log(), (std::vector<std::string>{"apply p1", "revert p1"}));
+  // One rank on each host's agent.
+  EXPECT_EQ(agents.get("http://127.0.0.1:7100").startedRanks().size(), 1u);
+  EXPECT_EQ(agents.get("http://127.0.0.1:7101").startedRanks().size(), 1u);
+  EXPECT_TRUE(agents.get("local").startedRanks().empty());
+}
+
+TEST(EngineRouting, StartUpRecoveryAsksTheAgentThatAppliedTheFault) {
+  auto store = store::Store::open(":memory:");
+  ASSERT_TRUE(store.isOk());
+  lab::LabOptions lab_options;
+  StaticCatalog catalog(lab::describeLab(lab_options));
+  MapDirectory agents;
+  core::SteadyClock clock;
+  Engine engine({store->get(), &agents, &catalog, &clock}, {});
+  injectors::Fault fault{"link_flap", {"", "eth0"}, {{"down_ms", 100}}};
+  json doc = injectors::toJson(fault);
+  doc["agent"] = {{"name", "http://127.0.0.1:7101"}, {"token_file", "/run/x"}};
+  auto entry = (*store)->journalIntent(0, doc, json::object());
+  ASSERT_TRUE(entry.isOk());
+  auto recovery = engine.recoverAtStartup();
+  ASSERT_TRUE(recovery.isOk()) << recovery.status().toString();
+  EXPECT_EQ(recovery->reverted, 1);
+  EXPECT_EQ(agents.get("http://127.0.0.1:7101").log(), std::vector<std::string>{"revert eth0"});
+  EXPECT_TRUE(agents.get("local").log().empty());
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+#include "app/agent_directory.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace fabric_chaos::app {
+
+core::Result<agent::Agent*> AppAgentDirectory::agentFor(const scenarios::AgentRef& ref) {
+  if (ref.isLocal()) return &local_;
+  std::lock_guard lock(mu_);
+  if (auto it = remotes_.find(ref.name); it != remotes_.end()) return it->second.get();
+  std::string token;
+  if (!ref.token_file.empty()) {
+    std::ifstream in(ref.token_file);
+    if (!in) {
+      return core::Status(core::StatusCode::kFailedPrecondition,
+                          "cannot read the token file " + ref.token_file + " of agent " + ref.name);
+    }
+    std::getline(in, token);
+  }
+  auto remote = make_remote_(ref.name, token);
+  if (!remote.isOk()) return remote.status().withContext("agent " + ref.name);
+  agent::Agent* raw = remote.value().get();
+  remotes_[ref.name] = std::move(remote.value());
+  return raw;
+}
+
+}  // namespace fabric_chaos::app
