@@ -27,6 +27,10 @@ void log(LogLevel level, const std::string& message) {
   std::string line = std::string(stamp) + "." + (ms < 100 ? (ms < 10 ? "00" : "0") : "") +
                      std::to_string(ms) + "Z " + kNames[static_cast<int>(level)] + " " + message +
                      "\n";
+  // On a terminal a progress display may own the current line: start by clearing it, so the
+  // log line stands alone and the display redraws below it.
+  static const bool kTerminal = isatty(2) == 1;
+  if (kTerminal) line.insert(0, "\r\033[K");
   // One write() per line so that lines from several threads never interleave.
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
