@@ -2,49 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <limits>
 #include <set>
 #include <string_view>
 
+#include "scenarios/json_fields.h"
 #include "scenarios/plan.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
 
 using core::Status;
-using core::StatusCode;
+using json_fields::checkObject;
+using json_fields::checkRoot;
+using json_fields::child;
+using json_fields::element;
+using json_fields::find;
+using json_fields::invalid;
+using json_fields::readNonEmptyString;
+using json_fields::readRequiredString;
+using json_fields::readString;
 
 constexpr size_t kMaxSteps = 64;
-
-Status invalid(const std::string& path, const std::string& what) {
-  return Status(StatusCode::kInvalidArgument, path + ": " + what);
-}
-
-std::string child(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-std::string element(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
-// `obj` must be an object whose keys are all in `allowed`; the first unknown key is named.
-Status checkObject(const json& obj, const std::string& path,
-                   std::initializer_list<std::string_view> allowed) {
-  if (!obj.is_object()) return invalid(path.empty() ? "scenario" : path, "must be a JSON object");
-  for (const auto& [key, value] : obj.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return invalid(child(path, key), "unknown field");
-    }
-  }
-  return Status::ok();
-}
-
-const json* find(const json& obj, std::string_view key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
 
 std::optional<int64_t> asInt64(const json& value) {
   if (value.is_number_unsigned()) {
@@ -114,23 +93,6 @@ Status readOptionalNumber(const json& obj, const std::string& path, std::string_
   return Status::ok();
 }
 
-Status readString(const json& obj, const std::string& path, std::string_view key,
-                  std::string& out) {
-  const json* value = find(obj, key);
-  if (value == nullptr) return Status::ok();
-  if (!value->is_string()) return invalid(child(path, key), "must be a string");
-  out = value->get<std::string>();
-  return Status::ok();
-}
-
-Status readNonEmptyString(const json& value, const std::string& path, std::string& out) {
-  if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
-    return invalid(path, "must be a non-empty string");
-  }
-  out = value.get<std::string>();
-  return Status::ok();
-}
-
 Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
   FC_RETURN_IF_ERROR(checkObject(obj, path,
                                  {"transport", "hosts", "message_bytes", "compute_ms",
@@ -195,9 +157,7 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
 
 Status parseStep(const json& obj, const std::string& path, FaultStep& out) {
   FC_RETURN_IF_ERROR(checkObject(obj, path, {"kind", "target", "at_ms", "duration_ms", "params"}));
-  const json* kind = find(obj, "kind");
-  if (kind == nullptr) return invalid(child(path, "kind"), "required");
-  FC_RETURN_IF_ERROR(readNonEmptyString(*kind, child(path, "kind"), out.kind));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "kind", out.kind));
   const json* target = find(obj, "target");
   if (target == nullptr) return invalid(child(path, "target"), "required");
   FC_RETURN_IF_ERROR(parseTarget(*target, child(path, "target"), out.target));
@@ -231,9 +191,9 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
 
 Status parseInto(const json& doc, Scenario& out) {
   FC_RETURN_IF_ERROR(
-      checkObject(doc, "",
-                  {"version", "name", "description", "workload", "baseline_ms", "steps",
-                   "recovery_ms", "tolerance", "recovered_after", "max_duration_ms", "gates"}));
+      checkRoot(doc, "scenario",
+                {"version", "name", "description", "workload", "baseline_ms", "steps",
+                 "recovery_ms", "tolerance", "recovered_after", "max_duration_ms", "gates"}));
   const json* version = find(doc, "version");
   if (version == nullptr) return invalid("version", "required");
   if (asInt64(*version) != std::optional<int64_t>(1)) return invalid("version", "must be 1");

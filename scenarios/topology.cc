@@ -1,64 +1,26 @@
 #include "scenarios/topology.h"
 
 #include <algorithm>
-#include <initializer_list>
 #include <set>
 #include <string_view>
+
+#include "scenarios/json_fields.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
 
 using core::Status;
 using core::StatusCode;
+using json_fields::checkObject;
+using json_fields::checkRoot;
+using json_fields::child;
+using json_fields::element;
+using json_fields::find;
+using json_fields::invalid;
+using json_fields::readNonEmptyString;
+using json_fields::readRequiredString;
+using json_fields::readString;
 using nlohmann::json;
-
-Status invalid(const std::string& path, const std::string& what) {
-  return Status(StatusCode::kInvalidArgument, path + ": " + what);
-}
-
-std::string child(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-std::string element(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
-Status checkObject(const json& obj, const std::string& path,
-                   std::initializer_list<std::string_view> allowed) {
-  if (!obj.is_object()) return invalid(path.empty() ? "fabric" : path, "must be a JSON object");
-  for (const auto& [key, value] : obj.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return invalid(child(path, key), "unknown field");
-    }
-  }
-  return Status::ok();
-}
-
-const json* find(const json& obj, std::string_view key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-Status requiredName(const json& obj, const std::string& path, std::string_view key,
-                    std::string& out) {
-  const json* value = find(obj, key);
-  if (value == nullptr) return invalid(child(path, key), "required");
-  if (!value->is_string() || value->get_ref<const std::string&>().empty()) {
-    return invalid(child(path, key), "must be a non-empty string");
-  }
-  out = value->get<std::string>();
-  return Status::ok();
-}
-
-Status optionalString(const json& obj, const std::string& path, std::string_view key,
-                      std::string& out) {
-  const json* value = find(obj, key);
-  if (value == nullptr) return Status::ok();
-  if (!value->is_string()) return invalid(child(path, key), "must be a string");
-  out = value->get<std::string>();
-  return Status::ok();
-}
 
 // An optional array of objects; `parse` reads element i.
 template <typename Parse>
@@ -86,17 +48,18 @@ Status parseLabels(const json& obj, const std::string& path,
 }
 
 Status parseHost(const json& obj, const std::string& path, Host& host) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "agent", "agent_token_file", "nics", "labels"}));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "name", host.name));
-  FC_RETURN_IF_ERROR(optionalString(obj, path, "netns", host.netns));
-  FC_RETURN_IF_ERROR(optionalString(obj, path, "agent", host.agent));
-  FC_RETURN_IF_ERROR(optionalString(obj, path, "agent_token_file", host.agent_token_file));
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"name", "netns", "agent", "agent_token_file", "nics", "labels"}));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "name", host.name));
+  FC_RETURN_IF_ERROR(readString(obj, path, "netns", host.netns));
+  FC_RETURN_IF_ERROR(readString(obj, path, "agent", host.agent));
+  FC_RETURN_IF_ERROR(readString(obj, path, "agent_token_file", host.agent_token_file));
   std::set<std::string> nic_names;
   FC_RETURN_IF_ERROR(forEachObject(obj, path, "nics", [&](const json& n, const std::string& p) {
     Nic nic;
     FC_RETURN_IF_ERROR(checkObject(n, p, {"name", "address"}));
-    FC_RETURN_IF_ERROR(requiredName(n, p, "name", nic.name));
-    FC_RETURN_IF_ERROR(optionalString(n, p, "address", nic.address));
+    FC_RETURN_IF_ERROR(readRequiredString(n, p, "name", nic.name));
+    FC_RETURN_IF_ERROR(readString(n, p, "address", nic.address));
     if (!nic_names.insert(nic.name).second) {
       return invalid(child(p, "name"), "duplicate nic " + nic.name + " on host " + host.name);
     }
@@ -108,22 +71,19 @@ Status parseHost(const json& obj, const std::string& path, Host& host) {
 
 Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
   FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "bridge", "ports", "labels"}));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "name", sw.name));
-  FC_RETURN_IF_ERROR(optionalString(obj, path, "netns", sw.netns));
-  FC_RETURN_IF_ERROR(optionalString(obj, path, "bridge", sw.bridge));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "name", sw.name));
+  FC_RETURN_IF_ERROR(readString(obj, path, "netns", sw.netns));
+  FC_RETURN_IF_ERROR(readString(obj, path, "bridge", sw.bridge));
   if (const json* ports = find(obj, "ports")) {
     const std::string ports_path = child(path, "ports");
     if (!ports->is_array()) return invalid(ports_path, "must be an array of interface names");
     for (size_t i = 0; i < ports->size(); ++i) {
-      const json& port = (*ports)[i];
-      if (!port.is_string() || port.get_ref<const std::string&>().empty()) {
-        return invalid(element(ports_path, i), "must be a non-empty string");
-      }
+      std::string port;
+      FC_RETURN_IF_ERROR(readNonEmptyString((*ports)[i], element(ports_path, i), port));
       if (std::find(sw.ports.begin(), sw.ports.end(), port) != sw.ports.end()) {
-        return invalid(element(ports_path, i),
-                       "duplicate port " + port.get<std::string>() + " on switch " + sw.name);
+        return invalid(element(ports_path, i), "duplicate port " + port + " on switch " + sw.name);
       }
-      sw.ports.push_back(port.get<std::string>());
+      sw.ports.push_back(std::move(port));
     }
   }
   return parseLabels(obj, path, sw.labels);
@@ -131,11 +91,11 @@ Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
 
 Status parseLink(const json& obj, const std::string& path, Link& link) {
   FC_RETURN_IF_ERROR(checkObject(obj, path, {"id", "host", "nic", "switch", "port"}));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "id", link.id));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "host", link.host));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "nic", link.nic));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "switch", link.switch_name));
-  FC_RETURN_IF_ERROR(requiredName(obj, path, "port", link.port));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "id", link.id));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "host", link.host));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "nic", link.nic));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "switch", link.switch_name));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "port", link.port));
   return Status::ok();
 }
 
@@ -167,9 +127,9 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
-  FC_RETURN_IF_ERROR(checkObject(doc, "", {"name", "kind", "hosts", "switches", "links"}));
-  FC_RETURN_IF_ERROR(requiredName(doc, "", "name", fabric.name));
-  FC_RETURN_IF_ERROR(optionalString(doc, "", "kind", fabric.kind));
+  FC_RETURN_IF_ERROR(checkRoot(doc, "fabric", {"name", "kind", "hosts", "switches", "links"}));
+  FC_RETURN_IF_ERROR(readRequiredString(doc, "", "name", fabric.name));
+  FC_RETURN_IF_ERROR(readString(doc, "", "kind", fabric.kind));
   if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
   FC_RETURN_IF_ERROR(forEachObject(doc, "", "hosts", [&](const json& obj, const std::string& p) {
     Host host;

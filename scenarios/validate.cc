@@ -40,7 +40,7 @@ Status validateWorkload(const WorkloadSpec& workload, const Fabric& fabric) {
   return Status::ok();
 }
 
-Status validateStep(const FaultStep& step, int index, const Fabric& fabric,
+Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
                     const KindCatalog& catalog) {
   const std::string prefix = "steps[" + std::to_string(index) + "]";
   if (std::find(catalog.kinds.begin(), catalog.kinds.end(), step.kind) == catalog.kinds.end()) {
@@ -54,16 +54,16 @@ Status validateStep(const FaultStep& step, int index, const Fabric& fabric,
   }
   auto phases = stepPhases(step, index);
   if (!phases.isOk()) return phases.status();
-  auto targets = resolveTargets(step.target, fabric);
+  if (fabric == nullptr) return Status::ok();
+  auto targets = resolveTargets(step.target, *fabric);
   if (!targets.isOk()) return targets.status().withContext(prefix + ".target");
   return Status::ok();
 }
 
-}  // namespace
-
-core::Status validateForFabric(const Scenario& scenario, const Fabric& fabric,
-                               const KindCatalog& catalog) {
-  FC_RETURN_IF_ERROR(validateWorkload(scenario.workload, fabric));
+// Every check, in one order, so that a document with several faults reports the same first one
+// whether or not a fabric is known; the fabric checks are skipped when `fabric` is null.
+Status validate(const Scenario& scenario, const Fabric* fabric, const KindCatalog& catalog) {
+  if (fabric != nullptr) FC_RETURN_IF_ERROR(validateWorkload(scenario.workload, *fabric));
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
     FC_RETURN_IF_ERROR(validateStep(scenario.steps[i], static_cast<int>(i), fabric, catalog));
   }
@@ -75,6 +75,17 @@ core::Status validateForFabric(const Scenario& scenario, const Fabric& fabric,
                       std::to_string(scenario.max_duration_ms));
   }
   return Status::ok();
+}
+
+}  // namespace
+
+core::Status validateKindsAndTiming(const Scenario& scenario, const KindCatalog& catalog) {
+  return validate(scenario, nullptr, catalog);
+}
+
+core::Status validateForFabric(const Scenario& scenario, const Fabric& fabric,
+                               const KindCatalog& catalog) {
+  return validate(scenario, &fabric, catalog);
 }
 
 }  // namespace fabric_chaos::scenarios

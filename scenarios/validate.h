@@ -25,4 +25,8 @@ struct KindCatalog {
 core::Status validateForFabric(const Scenario& scenario, const Fabric& fabric,
                                const KindCatalog& catalog);
 
+// The checks of validateForFabric that need no fabric (step kinds, parameters and timing, then
+// max_duration_ms), with its messages and order: for a scenario whose fabric is not registered.
+core::Status validateKindsAndTiming(const Scenario& scenario, const KindCatalog& catalog);
+
 }  // namespace fabric_chaos::scenarios

@@ -52,15 +52,10 @@ Response getRunSamples(Context& ctx, const Call& call);
 Response getRunEvents(Context& ctx, const Call& call);
 
 // Parses a scenario document and validates it: against `fabric_name` when that fabric is
-// registered, otherwise with checkWithoutFabric (targets cannot be checked without a fabric).
+// registered, otherwise with validateKindsAndTiming (targets cannot be checked without a fabric).
 // kInvalidArgument / kUnprocessable naming the field; a catalog failure other than kNotFound is
 // returned as is.
 core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const nlohmann::json& document,
                                                    const std::string& fabric_name);
-
-// What validateForFabric checks besides the workload hosts and the targets (kinds, parameters,
-// step timing, max_duration_ms), with the same messages: for when no fabric is registered.
-core::Status checkWithoutFabric(const scenarios::Scenario& scenario,
-                                const scenarios::KindCatalog& catalog);
 
 }  // namespace fabric_chaos::api::internal

@@ -1,10 +1,8 @@
 // /v1/scenarios: the scenario library. Documents are stored as submitted (with "name" filled in
 // from the path for PUT), after parseScenario and validation have accepted them.
 
-#include <algorithm>
 #include <mutex>
 
-#include "scenarios/plan.h"
 #include "scenarios/validate.h"
 #include "server/api/handlers.h"
 #include "server/api/util.h"
@@ -18,15 +16,6 @@ using nlohmann::json;
 namespace {
 
 constexpr char kReadOnly[] = "built-in scenarios are read-only; copy it under a new name";
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += ", ";
-    out += item;
-  }
-  return out.empty() ? "(none registered)" : out;
-}
 
 Status checkName(const std::string& name, const std::string& where) {
   if (name.empty()) return Status(StatusCode::kInvalidArgument, where + ": required");
@@ -47,33 +36,6 @@ Response scenarioCreated(const std::string& name, const json& document) {
 
 }  // namespace
 
-Status checkWithoutFabric(const scenarios::Scenario& scenario,
-                          const scenarios::KindCatalog& catalog) {
-  for (size_t i = 0; i < scenario.steps.size(); ++i) {
-    const scenarios::FaultStep& step = scenario.steps[i];
-    const std::string where = "steps[" + std::to_string(i) + "]";
-    if (std::find(catalog.kinds.begin(), catalog.kinds.end(), step.kind) == catalog.kinds.end()) {
-      return Status(StatusCode::kInvalidArgument, where + ".kind: unknown fault kind \"" +
-                                                      step.kind +
-                                                      "\"; valid kinds: " + joined(catalog.kinds));
-    }
-    if (catalog.validate_params) {
-      FC_RETURN_IF_ERROR(
-          catalog.validate_params(step.kind, step.params).withContext(where + ".params"));
-    }
-    auto phases = scenarios::stepPhases(step, static_cast<int>(i));
-    if (!phases) return phases.status();
-  }
-  const int64_t planned = scenario.plannedDurationMs();
-  if (planned > scenario.max_duration_ms) {
-    return Status(StatusCode::kInvalidArgument,
-                  "max_duration_ms: the scenario needs " + std::to_string(planned) +
-                      " ms (baseline + fault steps + recovery), more than max_duration_ms " +
-                      std::to_string(scenario.max_duration_ms));
-  }
-  return Status::ok();
-}
-
 core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const json& document,
                                                    const std::string& fabric_name) {
   auto scenario = scenarios::parseScenario(document);
@@ -87,7 +49,7 @@ core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const json& doc
     }
     if (fabric.status().code() != StatusCode::kNotFound) return fabric.status();
   }
-  FC_RETURN_IF_ERROR(checkWithoutFabric(scenario.value(), catalog));
+  FC_RETURN_IF_ERROR(scenarios::validateKindsAndTiming(scenario.value(), catalog));
   return scenario;
 }
 
