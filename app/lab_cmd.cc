@@ -1,52 +1,161 @@
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "app/cli.h"
 #include "injectors/sys/command.h"
 #include "lab/netns_lab.h"
+#include "lab/vm_lab.h"
 
 namespace fabric_chaos::app {
 namespace {
 
-constexpr const char* kLabUsage = R"(Usage: fabric-chaos lab <up|down|status> [options]
+constexpr const char* kLabUsage =
+    R"(Usage: fabric-chaos lab <up|down|status> [--kind netns|vm] [options]
 
-  up       build the namespace lab: N hosts (network namespaces) cabled to one bridge switch
-  down     remove every namespace, link, qdisc and nft table the lab made
+  up       build the lab: N hosts cabled to one bridge switch
+  down     remove everything the lab made
   status   show whether the lab is up
 
+Kinds:
+  netns    (default) hosts are network namespaces fcl-h0.. on this kernel
+  vm       hosts are qemu VMs vm0.. running Debian's 6.12 kernel (netem, Soft-RoCE), cabled
+           through taps to bridge br0 in namespace fcv-sw0; each runs this binary as its agent,
+           reachable on 127.0.0.1:7100+i. Needs deploy/vm/fetch-kernel.sh once. See docs/vm-lab.md.
+
 Options:
-  --hosts N          number of hosts for `up` (default 4, 2..64)
+  --kind KIND        netns or vm (default netns)
+  --hosts N          number of hosts for `up` (netns: default 4, 2..64; vm: default 2, 2..32)
   --state-dir DIR    where the fabric description is written (default /run/fabric-chaos)
+
+VM lab only:
+  --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
+  --mem MB           memory per VM (default 768)
+  --agent-command C  what each VM runs as its agent, through /bin/sh -c (default: this binary's
+                     `agent --listen 0.0.0.0:7070 --token-file <state-dir>/vm/agent.token
+                     --allow eth0 --mgmt-if eth1`, when it has an agent subcommand)
+  --no-agent         boot the VMs without an agent
+  --guest-init PATH  the guest's init script (default deploy/vm/guest-init.sh of this source tree)
+  --boot-timeout S   seconds each VM may take to boot (default 180)
+  --base-port P      VM i's agent is forwarded to 127.0.0.1:(P+i) (default 7100)
 )";
 
-}  // namespace
+const std::vector<std::string> kFlags = {"kind",         "hosts",         "state-dir", "cache-dir",
+                                         "mem",          "agent-command", "no-agent",  "guest-init",
+                                         "boot-timeout", "help"};
 
-int labMain(int argc, char** argv) {
-  Flags flags = parseFlags(argc, argv, {"help"});
-  if (flags.has("help") || flags.positional.empty()) {
-    std::fputs(kLabUsage, flags.has("help") ? stdout : stderr);
-    return flags.has("help") ? 0 : 2;
+void print(const std::string& line) { std::cout << line << std::endl; }
+
+bool parseInt(const Flags& flags, const std::string& name, int& out) {
+  if (!flags.has(name)) return true;
+  try {
+    size_t used = 0;
+    out = std::stoi(flags.getOr(name, ""), &used);
+    if (used == flags.getOr(name, "").size()) return true;
+  } catch (const std::exception&) {
   }
-  if (!flags.error.empty() || !flags.unknown({"hosts", "state-dir", "help"}).empty()) {
-    std::fprintf(stderr, "fabric-chaos lab: %s\n\n%s",
-                 flags.error.empty()
-                     ? ("unknown option --" + flags.unknown({"hosts", "state-dir"})).c_str()
-                     : flags.error.c_str(),
-                 kLabUsage);
+  std::fprintf(stderr, "fabric-chaos lab: --%s must be a number\n", name.c_str());
+  return false;
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+// deploy/vm/guest-init.sh of the tree this binary was built from, else next to the binary.
+std::string defaultGuestInit(const std::string& binary) {
+  namespace fs = std::filesystem;
+  const std::vector<fs::path> candidates = {
+      fs::path(FC_DEFAULT_WEB_ROOT).parent_path() / "deploy/vm/guest-init.sh",
+      fs::path(binary).parent_path().parent_path().parent_path() / "deploy/vm/guest-init.sh",
+      "/usr/share/fabric-chaos/vm/guest-init.sh"};
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (fs::exists(c, ec)) return c.lexically_normal().string();
+  }
+  return candidates[0].lexically_normal().string();
+}
+
+int vmLabMain(const Flags& flags, const std::string& action) {
+  lab::VmLabOptions options;
+  options.state_dir = absolute(flags.getOr("state-dir", options.state_dir));
+  options.cache_dir = absolute(flags.getOr("cache-dir", options.cache_dir));
+  if (!parseInt(flags, "hosts", options.hosts) || !parseInt(flags, "mem", options.mem_mb) ||
+      !parseInt(flags, "boot-timeout", options.boot_timeout_s) ||
+      !parseInt(flags, "base-port", options.base_agent_port)) {
     return 2;
+  }
+  std::error_code ec;
+  options.binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  options.guest_init = absolute(flags.getOr("guest-init", defaultGuestInit(options.binary)));
+  auto runner = sys::makeCommandRunner();
+
+  if (action == "up") {
+    if (flags.has("agent-command") && flags.has("no-agent")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab up: --agent-command and --no-agent exclude each other\n");
+      return 2;
+    }
+    if (flags.has("agent-command")) {
+      options.agent_command = flags.getOr("agent-command", "");
+    } else if (!flags.has("no-agent")) {
+      // The agent subcommand is new: a binary without it still gets a lab, without agents.
+      auto probe = runner->run({options.binary, "agent", "--help"}, 10000);
+      if (probe.isOk() && probe->exit_code == 0) {
+        options.agent_command = lab::defaultAgentCommand(options);
+      } else {
+        print("this fabric-chaos has no `agent` subcommand: the VMs boot without agents");
+      }
+    }
+    lab::VmLab vm_lab(*runner, options);
+    auto fabric = vm_lab.up(print);
+    if (!fabric.isOk()) {
+      std::fprintf(stderr, "fabric-chaos lab up: %s\n", fabric.status().message().c_str());
+      return 1;
+    }
+    for (const auto& host : fabric->hosts) {
+      std::cout << "  " << host.name << "  " << host.nics[0].name << " " << host.nics[0].address
+                << "  agent " << host.agent << "  rack " << host.labels.at("rack") << "\n";
+    }
+    std::cout << "  consoles: " << lab::vmDir(options) << "/vmN.console.log\n";
+    return 0;
+  }
+  lab::VmLab vm_lab(*runner, options);
+  if (action == "down") {
+    auto status = vm_lab.down(print);
+    if (!status.isOk()) {
+      std::fprintf(stderr, "fabric-chaos lab down: %s\n", status.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  auto status = vm_lab.status();
+  if (!status.isOk()) {
+    std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
+    return 1;
+  }
+  std::cout << (status->up ? "up" : "down") << " (" << status->running_vms.size() << " of "
+            << status->hosts << " VMs running; switch namespace "
+            << (status->switch_present ? "present" : "absent") << "; fabric file "
+            << status->fabric_file << "; consoles in " << lab::vmDir(options) << ")\n";
+  return status->up ? 0 : 3;
+}
+
+int netnsLabMain(const Flags& flags, const std::string& action) {
+  for (const char* vm_only : {"cache-dir", "mem", "agent-command", "no-agent", "guest-init",
+                              "boot-timeout", "base-port"}) {
+    if (flags.has(vm_only)) {
+      std::fprintf(stderr, "fabric-chaos lab: --%s is for the VM lab only (--kind vm)\n", vm_only);
+      return 2;
+    }
   }
   lab::LabOptions options;
   options.state_dir = flags.getOr("state-dir", options.state_dir);
-  try {
-    options.hosts = std::stoi(flags.getOr("hosts", "4"));
-  } catch (const std::exception&) {
-    std::fprintf(stderr, "fabric-chaos lab: --hosts must be a number\n");
-    return 2;
-  }
+  if (!parseInt(flags, "hosts", options.hosts)) return 2;
   auto runner = sys::makeCommandRunner();
   lab::NetnsLab lab(*runner, options);
-  auto print = [](const std::string& line) { std::cout << line << std::endl; };
-  const std::string& action = flags.positional[0];
   if (action == "up") {
     auto fabric = lab.up(print);
     if (!fabric.isOk()) {
@@ -67,21 +176,45 @@ int labMain(int argc, char** argv) {
     }
     return 0;
   }
-  if (action == "status") {
-    auto status = lab.status();
-    if (!status.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
-      return 1;
-    }
-    std::cout << (status->up ? "up" : "down") << " (" << status->present_namespaces.size()
-              << " namespaces present";
-    if (!status->missing_namespaces.empty() && !status->present_namespaces.empty()) {
-      std::cout << ", " << status->missing_namespaces.size() << " missing";
-    }
-    std::cout << "; fabric file " << status->fabric_file << ")\n";
-    return status->up ? 0 : 3;
+  auto status = lab.status();
+  if (!status.isOk()) {
+    std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
+    return 1;
   }
-  std::fprintf(stderr, "fabric-chaos lab: unknown action \"%s\"\n\n%s", action.c_str(), kLabUsage);
+  std::cout << (status->up ? "up" : "down") << " (" << status->present_namespaces.size()
+            << " namespaces present";
+  if (!status->missing_namespaces.empty() && !status->present_namespaces.empty()) {
+    std::cout << ", " << status->missing_namespaces.size() << " missing";
+  }
+  std::cout << "; fabric file " << status->fabric_file << ")\n";
+  return status->up ? 0 : 3;
+}
+
+}  // namespace
+
+int labMain(int argc, char** argv) {
+  Flags flags = parseFlags(argc, argv, {"help", "no-agent"});
+  if (flags.has("help") || flags.positional.empty()) {
+    std::fputs(kLabUsage, flags.has("help") ? stdout : stderr);
+    return flags.has("help") ? 0 : 2;
+  }
+  if (!flags.error.empty() || !flags.unknown(kFlags).empty()) {
+    std::fprintf(stderr, "fabric-chaos lab: %s\n\n%s",
+                 flags.error.empty() ? ("unknown option --" + flags.unknown(kFlags)).c_str()
+                                     : flags.error.c_str(),
+                 kLabUsage);
+    return 2;
+  }
+  const std::string& action = flags.positional[0];
+  if (action != "up" && action != "down" && action != "status") {
+    std::fprintf(stderr, "fabric-chaos lab: unknown action \"%s\"\n\n%s", action.c_str(),
+                 kLabUsage);
+    return 2;
+  }
+  const std::string kind = flags.getOr("kind", "netns");
+  if (kind == "vm") return vmLabMain(flags, action);
+  if (kind == "netns") return netnsLabMain(flags, action);
+  std::fprintf(stderr, "fabric-chaos lab: --kind must be netns or vm, not \"%s\"\n", kind.c_str());
   return 2;
 }
 

@@ -23,13 +23,21 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: installing ${missing[*]} needs root; run it with sudo" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${packages[@]}"
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: installing ${missing[*]} needs root; run it with sudo" >&2
-  exit 1
+
+# The VM lab's guest kernel (Debian's linux-image-6.12.*+deb12-amd64-unsigned) and its initramfs,
+# unpacked under /var/cache/fabric-chaos/vm. Idempotent; only the first run downloads.
+if [ "$(id -u)" -eq 0 ]; then
+  bash "$(dirname "$0")/vm/fetch-kernel.sh"
+else
+  echo "install-deps: skipping the VM lab kernel (needs root: sudo bash deploy/vm/fetch-kernel.sh)"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${packages[@]}"

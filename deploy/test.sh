@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds warnings-as-errors and runs the whole suite: every tier this
-# machine can run (unit, privileged), then the unit tier again under AddressSanitizer + UBSan.
+# Installs the dependencies, builds warnings-as-errors and runs the whole suite: the unit tier
+# under AddressSanitizer + UBSan, then every tier (unit, privileged namespaces, vm qemu lab).
 # In CI (CI=true) a tier whose prerequisite is missing fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,6 @@ echo "== unit tier under ASan + UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L unit --output-on-failure --output-junit "$artifacts/unit-asan.xml") || status=1
 
-echo "== all tiers (unit, privileged)"
+echo "== all tiers (unit, privileged, vm)"
 (cd build-test && ctest --output-on-failure --output-junit "$artifacts/all.xml") || status=1
 exit $status

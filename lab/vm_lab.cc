@@ -1,0 +1,697 @@
+#include "lab/vm_lab.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace fabric_chaos::lab {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+namespace fs = std::filesystem;
+
+std::string switchNs(const VmLabOptions& o) { return o.prefix + "-sw0"; }
+std::string tapName(const VmLabOptions& o, int i) { return o.prefix + "-tap" + std::to_string(i); }
+std::string qemuName(const VmLabOptions& o, int i) { return o.prefix + "-vm" + std::to_string(i); }
+
+std::string macAddress(const char* prefix, int i) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%s:%02x", prefix, i & 0xff);
+  return buffer;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string trimRight(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// The guest mounts private tmpfs here, so host files below them are invisible to it.
+std::string hiddenInGuest(const std::string& path) {
+  for (const char* dir : {"/tmp", "/run", "/var/tmp"}) {
+    const std::string d = dir;
+    if (path == d || path.rfind(d + "/", 0) == 0) return d;
+  }
+  return "";
+}
+
+// A running (not zombie) process.
+bool alive(pid_t pid) {
+  if (pid <= 0) return false;
+  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  auto close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
+  const char state = stat[close_paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+std::vector<std::string> cmdlineOf(pid_t pid) {
+  std::string raw = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  std::vector<std::string> args;
+  std::string current;
+  for (char c : raw) {
+    if (c == '\0') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) args.push_back(current);
+  return args;
+}
+
+pid_t readPidFile(const std::string& path) {
+  std::string text = trimRight(readFile(path));
+  if (text.empty()) return -1;
+  try {
+    return static_cast<pid_t>(std::stol(text));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The last line of a console log that says something about the guest, for error messages.
+std::string lastGuestLine(const std::string& console) {
+  std::istringstream lines(console);
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line)) {
+    line = trimRight(line);
+    if (line.find("FC_INIT_FAILED") != std::string::npos ||
+        line.find("Kernel panic") != std::string::npos || line.rfind("fc-guest:", 0) == 0 ||
+        line.rfind("FC_", 0) == 0) {
+      last = line;
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+std::string base64Encode(const std::string& data) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<unsigned char>(data[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(data[i + 1])} << 8) |
+                       uint32_t{static_cast<unsigned char>(data[i + 2])};
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  const size_t rest = data.size() - i;
+  if (rest > 0) {
+    uint32_t v = uint32_t{static_cast<unsigned char>(data[i])} << 16;
+    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(data[i + 1])} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string vmName(int index) { return "vm" + std::to_string(index); }
+std::string vmDir(const VmLabOptions& options) { return options.state_dir + "/vm"; }
+std::string vmPidFile(const VmLabOptions& options, int index) {
+  return vmDir(options) + "/" + vmName(index) + ".pid";
+}
+std::string vmConsoleLog(const VmLabOptions& options, int index) {
+  return vmDir(options) + "/" + vmName(index) + ".console.log";
+}
+std::string vmTokenFile(const VmLabOptions& options) { return vmDir(options) + "/agent.token"; }
+
+std::string defaultAgentCommand(const VmLabOptions& options) {
+  return options.binary + " agent --listen 0.0.0.0:" + std::to_string(options.guest_agent_port) +
+         " --token-file " + vmTokenFile(options) + " --allow eth0 --mgmt-if eth1";
+}
+
+scenarios::Fabric describeVmLab(const VmLabOptions& options) {
+  scenarios::Fabric fabric;
+  fabric.name = options.name;
+  fabric.kind = "vm";
+  scenarios::Switch sw;
+  sw.name = "sw0";
+  sw.netns = switchNs(options);
+  sw.bridge = "br0";
+  sw.labels = {{"role", "leaf"}};
+  for (int i = 0; i < options.hosts; ++i) {
+    scenarios::Host host;
+    host.name = vmName(i);
+    host.netns = "";  // the guest's initial namespace: rxe only works there
+    host.agent = "http://127.0.0.1:" + std::to_string(options.base_agent_port + i);
+    host.agent_token_file = vmTokenFile(options);
+    host.nics.push_back({"eth0", options.subnet + "." + std::to_string(i + 1)});
+    host.labels = {{"rack", "r" + std::to_string(i / std::max(1, options.hosts_per_rack))},
+                   {"leaf", "sw0"}};
+    fabric.hosts.push_back(host);
+    const std::string port = tapName(options, i);
+    sw.ports.push_back(port);
+    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port});
+  }
+  fabric.switches.push_back(sw);
+  return fabric;
+}
+
+std::string kernelCommandLine(const VmLabOptions& options, int index) {
+  // quiet and the timer/uart options shave ~1.5 s off a TCG boot; mitigations are pointless in a
+  // throw-away test guest. panic=-1 with qemu's -no-reboot turns a panic into a qemu exit.
+  std::string line =
+      "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable no_timer_check "
+      "8250.nr_uarts=1";
+  line += " fc.init=" + options.guest_init;
+  line += " fc.name=" + vmName(index);
+  line += " fc.ip=" + options.subnet + "." + std::to_string(index + 1) + "/24";
+  line += " fc.rxe=1";
+  line += " fc.shares=fcstate:" + vmDir(options);
+  if (!options.agent_command.empty()) line += " fc.agent=" + base64Encode(options.agent_command);
+  return line;
+}
+
+std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
+  const std::string i = std::to_string(index);
+  const std::string name = qemuName(options, index);
+  return {
+      options.qemu,
+      "-name",
+      name,
+      // TCG only: with KVM this guest hangs on the machines we run on.
+      "-accel",
+      "tcg",
+      "-cpu",
+      "max",
+      "-m",
+      std::to_string(options.mem_mb),
+      "-smp",
+      "1",
+      "-nodefaults",
+      "-no-reboot",
+      // -nographic cannot be combined with -daemonize: no display, the serial port to a file.
+      "-display",
+      "none",
+      "-monitor",
+      "none",
+      "-serial",
+      "file:" + vmConsoleLog(options, index),
+      "-daemonize",
+      "-pidfile",
+      vmPidFile(options, index),
+      "-kernel",
+      options.cache_dir + "/vmlinuz",
+      "-initrd",
+      options.cache_dir + "/initramfs.cpio.gz",
+      "-append",
+      kernelCommandLine(options, index),
+      // NICs first with fixed slots: the guest names them eth0 (data) and eth1 (management).
+      "-netdev",
+      "tap,id=data,ifname=" + tapName(options, index) + ",script=no,downscript=no",
+      "-device",
+      "virtio-net-pci,netdev=data,mac=" + macAddress("52:54:00:fc:00", index) + ",addr=0x3",
+      "-netdev",
+      "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:" +
+          std::to_string(options.base_agent_port + index) +
+          "-:" + std::to_string(options.guest_agent_port),
+      "-device",
+      "virtio-net-pci,netdev=mgmt,mac=" + macAddress("52:54:00:fd:00", index) + ",addr=0x4",
+      "-virtfs",
+      "local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,readonly=on",
+      "-virtfs",
+      "local,path=" + options.cache_dir +
+          "/kernel/lib,mount_tag=fckernel,security_model=passthrough,readonly=on",
+      "-virtfs",
+      "local,path=" + vmDir(options) + ",mount_tag=fcstate,security_model=passthrough,readonly=on",
+  };
+}
+
+bool httpAnswers(int port, int timeout_ms) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool answered = false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    static constexpr char kRequest[] =
+        "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (send(fd, kRequest, sizeof(kRequest) - 1, MSG_NOSIGNAL) > 0) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, timeout_ms) == 1) {
+        char buffer[16];
+        answered = recv(fd, buffer, sizeof(buffer), 0) > 0;
+      }
+    }
+  }
+  close(fd);
+  return answered;
+}
+
+VmLab::VmLab(sys::CommandRunner& runner, VmLabOptions options, PortProbe probe)
+    : runner_(runner), options_(std::move(options)), probe_(std::move(probe)) {
+  if (!probe_) probe_ = [](int port) { return httpAnswers(port); };
+}
+
+std::string VmLab::fabricFile() const {
+  return options_.state_dir + "/fabrics/" + options_.name + ".json";
+}
+
+Status VmLab::ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto result = runner_.run(argv);
+  if (!result.isOk()) return result.status();
+  if (result->exit_code != 0) {
+    std::string err = trimRight(result->err);
+    StatusCode code = StatusCode::kInternal;
+    if (err.find("Operation not permitted") != std::string::npos) {
+      code = StatusCode::kPermissionDenied;
+    } else if (err.find("not supported") != std::string::npos) {
+      code = StatusCode::kNotSupported;
+    } else if (err.find("does not exist") != std::string::npos ||
+               err.find("Cannot find device") != std::string::npos) {
+      code = StatusCode::kNotFound;
+    }
+    return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
+  }
+  return Status::ok();
+}
+
+bool VmLab::switchPresent() {
+  auto result = runner_.run({"ip", "netns", "list"});
+  if (!result.isOk()) return false;
+  std::istringstream lines(result->out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.substr(0, line.find(' ')) == switchNs(options_)) return true;
+  }
+  return false;
+}
+
+std::vector<pid_t> VmLab::labProcesses() {
+  // Every qemu whose -name starts with <prefix>-vm, whatever state dir started it, so that a
+  // lost pid file never leaves a VM behind.
+  std::vector<pid_t> pids;
+  const std::string own = options_.prefix + "-vm";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string base = entry.path().filename().string();
+    if (base.empty() || !std::all_of(base.begin(), base.end(), ::isdigit)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(base));
+    if (pid == getpid()) continue;
+    auto args = cmdlineOf(pid);
+    if (args.empty() || args[0].find("qemu") == std::string::npos) continue;
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "-name" && args[i + 1].rfind(own, 0) == 0 && args[i + 1].size() > own.size() &&
+          ::isdigit(args[i + 1][own.size()])) {
+        if (alive(pid)) pids.push_back(pid);
+        break;
+      }
+    }
+  }
+  return pids;
+}
+
+core::Result<VmLabStatus> VmLab::status() {
+  VmLabStatus st;
+  st.fabric_file = fabricFile();
+  st.hosts = options_.hosts;
+  if (std::ifstream in(st.fabric_file); in) {
+    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_discarded() && doc.contains("hosts") && doc["hosts"].is_array()) {
+      st.hosts = static_cast<int>(doc["hosts"].size());
+    }
+  }
+  st.switch_present = switchPresent();
+  for (int i = 0; i < st.hosts; ++i) {
+    // A pid file can outlive its qemu, and the pid be reused: check what runs there.
+    const pid_t pid = readPidFile(vmPidFile(options_, i));
+    const auto args = alive(pid) ? cmdlineOf(pid) : std::vector<std::string>{};
+    const bool running = !args.empty() && args[0].find("qemu") != std::string::npos;
+    (running ? st.running_vms : st.missing_vms).push_back(vmName(i));
+  }
+  st.up = st.switch_present && st.missing_vms.empty() && fs::exists(st.fabric_file);
+  return st;
+}
+
+Status VmLab::checkPrerequisites() {
+  if (geteuid() != 0) {
+    return Status(StatusCode::kPermissionDenied,
+                  "lab up --kind vm needs root for taps, namespaces and qemu's 9p passthrough; run "
+                  "it as root (sudo)");
+  }
+  if (options_.hosts < 2 || options_.hosts > 32) {
+    return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 32 for the VM lab");
+  }
+  if (!fs::exists("/dev/net/tun")) {
+    return Status(
+        StatusCode::kNotSupported,
+        "there is no /dev/net/tun, so qemu cannot create the VMs' tap NICs (modprobe tun, "
+        "or give the container the tun device)");
+  }
+  auto version = runner_.run({options_.qemu, "--version"}, 15000);
+  if (!version.isOk() || version->exit_code != 0) {
+    return Status(
+        StatusCode::kNotSupported,
+        options_.qemu + " is not installed; run deploy/install-deps.sh (qemu-system-x86)");
+  }
+  const std::string& cache = options_.cache_dir;
+  if (!fs::exists(cache + "/vmlinuz") || !fs::exists(cache + "/kernel/lib")) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "no guest kernel in " + cache + "; run deploy/vm/fetch-kernel.sh " + cache);
+  }
+  if (!fs::exists(cache + "/initramfs.cpio.gz")) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "no initramfs in " + cache + "; run deploy/vm/make-initramfs.sh " + cache);
+  }
+  std::vector<std::pair<std::string, std::string>> paths = {
+      {"guest init script", options_.guest_init}};
+  if (!options_.agent_command.empty() && !options_.binary.empty()) {
+    paths.push_back({"fabric-chaos binary", options_.binary});
+  }
+  for (const auto& [what, path] : paths) {
+    if (path.empty() || path[0] != '/' || !fs::exists(path)) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "the " + what + " " + (path.empty() ? "(none given)" : path) +
+                        " does not exist or is not an absolute path");
+    }
+    if (std::string dir = hiddenInGuest(path); !dir.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "the VMs cannot see the " + what + " " + path + ": their " + dir +
+                        " is private; use a copy outside /tmp, /run and /var/tmp");
+    }
+  }
+  for (const std::string& path : {cache, options_.state_dir, options_.guest_init}) {
+    if (path.find_first_of(", \t\n") != std::string::npos) {
+      return Status(StatusCode::kInvalidArgument, "the VM lab cannot use " + path +
+                                                      ": qemu options and the kernel command line "
+                                                      "do not allow commas or spaces in paths");
+    }
+  }
+  if (options_.agent_command.find('\n') != std::string::npos) {
+    return Status(StatusCode::kInvalidArgument, "the agent command must be one line");
+  }
+  return Status::ok();
+}
+
+Status VmLab::writeToken() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  unsigned char bytes[32];
+  if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+    return Status(StatusCode::kInternal, "cannot read /dev/urandom for the agent token");
+  }
+  std::string token;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  const std::string path = vmTokenFile(options_);
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return core::errnoStatus(errno, "cannot create " + path);
+  token += "\n";
+  const bool ok = ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+  ::close(fd);
+  if (!ok) return Status(StatusCode::kInternal, "cannot write " + path);
+  return Status::ok();
+}
+
+Status VmLab::writeFabric(const scenarios::Fabric& fabric) {
+  std::error_code ec;
+  fs::create_directories(options_.state_dir + "/fabrics", ec);
+  if (ec) {
+    return Status(StatusCode::kInternal,
+                  "cannot create " + options_.state_dir + "/fabrics: " + ec.message());
+  }
+  const std::string tmp = fabricFile() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << scenarios::toJson(fabric).dump(2) << "\n";
+    if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
+  }
+  fs::rename(tmp, fabricFile(), ec);
+  if (ec)
+    return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
+  return Status::ok();
+}
+
+Status VmLab::bootVm(int index, const Progress& progress) {
+  const std::string name = vmName(index);
+  const std::string tap = tapName(options_, index);
+  std::error_code ec;
+  fs::remove(vmPidFile(options_, index), ec);
+  progress(name + ": starting qemu (" + options_.subnet + "." + std::to_string(index + 1) +
+           ", agent port 127.0.0.1:" + std::to_string(options_.base_agent_port + index) + ")");
+  auto argv = qemuArgv(options_, index);
+  // -daemonize returns once the VM is set up (tap open, pid file written) and keeps it running
+  // after `lab up` exits.
+  auto result = runner_.run(argv, 60000);
+  if (!result.isOk()) return result.status().withContext(name + ": cannot start qemu");
+  if (result->exit_code != 0) {
+    const std::string err = trimRight(result->err);
+    if (err.find("host forwarding rule") != std::string::npos) {
+      return Status(StatusCode::kUnavailable,
+                    name + ": port 127.0.0.1:" + std::to_string(options_.base_agent_port + index) +
+                        " is already in use, so qemu cannot forward the agent there (pick "
+                        "another with --base-port)",
+                    result->exit_code);
+    }
+    return Status(StatusCode::kInternal, name + ": qemu failed: " + err, result->exit_code);
+  }
+  // The tap appears in this (the initial) namespace, where qemu opened it; the open fd keeps
+  // working after the move into the switch namespace.
+  Status moved;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    moved = ip({"link", "set", tap, "netns", switchNs(options_)});
+    if (moved.isOk()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!moved.isOk()) return moved.withContext(name + ": cannot move " + tap + " into the switch");
+  FC_RETURN_IF_ERROR(ip({"-n", switchNs(options_), "link", "set", tap, "master", "br0"}));
+  FC_RETURN_IF_ERROR(ip({"-n", switchNs(options_), "link", "set", tap, "up"}));
+  return Status::ok();
+}
+
+Status VmLab::waitReady(const Progress& progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const int n = options_.hosts;
+  std::vector<bool> ready(static_cast<size_t>(n), false);
+  std::vector<bool> agent_ready(static_cast<size_t>(n), options_.agent_command.empty());
+  std::vector<double> ready_at(static_cast<size_t>(n), 0);
+  int last_report_s = 0;
+  while (true) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    bool all = true;
+    for (int i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(i);
+      if (ready[k] && agent_ready[k]) continue;
+      all = false;
+      const std::string name = vmName(i);
+      const std::string console_path = vmConsoleLog(options_, i);
+      const std::string console = readFile(console_path);
+      if (!ready[k]) {
+        if (console.find("FC_GUEST_READY") != std::string::npos) {
+          ready[k] = true;
+          ready_at[k] = elapsed;
+          char line[96];
+          std::snprintf(line, sizeof(line), "%s: ready after %.0f s", name.c_str(), elapsed);
+          progress(line);
+          continue;
+        }
+        if (console.find("FC_INIT_FAILED") != std::string::npos ||
+            console.find("Kernel panic") != std::string::npos ||
+            !alive(readPidFile(vmPidFile(options_, i)))) {
+          std::string why = lastGuestLine(console);
+          return Status(StatusCode::kInternal, name + " stopped while booting" +
+                                                   (why.empty() ? "" : " (" + why + ")") +
+                                                   "; see " + console_path);
+        }
+        if (elapsed > options_.boot_timeout_s) {
+          return Status(StatusCode::kTimeout, name + " did not boot within " +
+                                                  std::to_string(options_.boot_timeout_s) +
+                                                  " s; see " + console_path);
+        }
+        continue;
+      }
+      // Booted; the agent comes up a moment later (and is restarted by guest-init if it exits).
+      const int port = options_.base_agent_port + i;
+      if (probe_(port)) {
+        agent_ready[k] = true;
+        progress(name + ": agent answering on 127.0.0.1:" + std::to_string(port));
+        continue;
+      }
+      if (!alive(readPidFile(vmPidFile(options_, i)))) {
+        return Status(StatusCode::kInternal, name + " stopped; see " + console_path);
+      }
+      if (elapsed - ready_at[k] > options_.agent_timeout_s) {
+        std::string why = lastGuestLine(console);
+        return Status(StatusCode::kTimeout,
+                      name + "'s agent did not answer on 127.0.0.1:" + std::to_string(port) +
+                          " within " + std::to_string(options_.agent_timeout_s) + " s" +
+                          (why.empty() ? "" : " (last: " + why + ")") + "; see " + console_path);
+      }
+    }
+    if (all) return Status::ok();
+    if (static_cast<int>(elapsed) / 5 > last_report_s / 5) {
+      last_report_s = static_cast<int>(elapsed);
+      for (int i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i);
+        if (!ready[k]) {
+          progress(vmName(i) + ": booting... " + std::to_string(last_report_s) + " s");
+        } else if (!agent_ready[k]) {
+          progress(vmName(i) + ": waiting for the agent... " + std::to_string(last_report_s) +
+                   " s");
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
+  FC_RETURN_IF_ERROR(checkPrerequisites());
+  auto current = status();
+  if (!current.isOk()) return current.status();
+  const scenarios::Fabric fabric = describeVmLab(options_);
+  if (current->up && current->hosts == options_.hosts) {
+    progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
+             " VMs");
+    return fabric;
+  }
+  if (current->switch_present || !current->running_vms.empty() || !labProcesses().empty() ||
+      fs::exists(fabricFile())) {
+    progress("removing a partial or different VM lab first");
+    FC_RETURN_IF_ERROR(down([](const std::string&) {}));
+  }
+
+  std::error_code ec;
+  fs::create_directories(vmDir(options_), ec);
+  if (ec)
+    return Status(StatusCode::kInternal, "cannot create " + vmDir(options_) + ": " + ec.message());
+
+  const std::string sw = switchNs(options_);
+  progress("creating switch namespace " + sw + " with bridge br0");
+  if (Status s = ip({"netns", "add", sw}); !s.isOk()) {
+    if (s.code() == StatusCode::kPermissionDenied) {
+      return Status(StatusCode::kPermissionDenied,
+                    "cannot create network namespaces here (" + s.message() + ")");
+    }
+    return s;
+  }
+  auto build = [&]() -> Status {
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "lo", "up"}));
+    // As in the namespace lab: STP off and forward_delay 0, so a port forwards as soon as it is up.
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
+                           "forward_delay", "0", "mcast_snooping", "0"}));
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "br0", "up"}));
+    FC_RETURN_IF_ERROR(writeToken());
+    for (int i = 0; i < options_.hosts; ++i) FC_RETURN_IF_ERROR(bootVm(i, progress));
+    progress("waiting for " + std::to_string(options_.hosts) +
+             " VMs to boot (TCG: about 10 s each, longer on a busy machine); consoles in " +
+             vmDir(options_));
+    FC_RETURN_IF_ERROR(waitReady(progress));
+    return writeFabric(fabric);
+  };
+  if (Status s = build(); !s.isOk()) {
+    // Never leave half a lab behind; the console logs stay for the post-mortem.
+    (void)down([](const std::string&) {});
+    return s;
+  }
+  progress("lab " + options_.name + " is up: " + std::to_string(options_.hosts) +
+           " VMs on switch sw0 (" + fabricFile() + ")");
+  return fabric;
+}
+
+Status VmLab::down(const Progress& progress) {
+  // Every qemu of this lab: its pid files, and any other qemu named <prefix>-vmN.
+  std::vector<pid_t> pids = labProcesses();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(vmDir(options_), ec)) {
+    if (entry.path().extension() != ".pid") continue;
+    const pid_t pid = readPidFile(entry.path().string());
+    if (!alive(pid) || std::find(pids.begin(), pids.end(), pid) != pids.end()) continue;
+    auto args = cmdlineOf(pid);
+    if (!args.empty() && args[0].find("qemu") != std::string::npos) pids.push_back(pid);
+  }
+  if (!pids.empty()) {
+    progress("stopping " + std::to_string(pids.size()) + " VM" + (pids.size() == 1 ? "" : "s"));
+    for (pid_t pid : pids) ::kill(pid, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto anyAlive = [&] {
+      return std::any_of(pids.begin(), pids.end(), [](pid_t p) { return alive(p); });
+    };
+    while (anyAlive() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (anyAlive()) {
+      progress("some VMs ignored SIGTERM; sending SIGKILL");
+      for (pid_t pid : pids) {
+        if (alive(pid)) ::kill(pid, SIGKILL);
+      }
+      const auto kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (anyAlive() && std::chrono::steady_clock::now() < kill_deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+  Status first_error;
+  if (switchPresent()) {
+    progress("removing namespace " + switchNs(options_));
+    // Deleting the namespace destroys the bridge and any tap still in it.
+    if (Status s = ip({"netns", "del", switchNs(options_)}); !s.isOk()) first_error = s;
+  }
+  // A tap is destroyed with its qemu; one whose qemu was killed before the move is removed here.
+  if (auto links = runner_.run({"ip", "-o", "link", "show"}); links.isOk()) {
+    std::istringstream lines(links->out);
+    std::string line;
+    const std::string own = options_.prefix + "-tap";
+    while (std::getline(lines, line)) {
+      auto colon = line.find(": ");
+      if (colon == std::string::npos) continue;
+      std::string ifname = line.substr(colon + 2, line.find(':', colon + 2) - colon - 2);
+      ifname = ifname.substr(0, ifname.find('@'));
+      if (ifname.rfind(own, 0) == 0) (void)ip({"link", "del", ifname});
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(vmDir(options_), ec)) {
+    if (entry.path().extension() == ".pid") fs::remove(entry.path(), ec);
+  }
+  fs::remove(vmTokenFile(options_), ec);
+  fs::remove(fabricFile(), ec);
+  if (!labProcesses().empty() && first_error.isOk()) {
+    first_error = Status(StatusCode::kInternal, "some qemu processes of the lab did not exit");
+  }
+  if (first_error.isOk()) {
+    progress("lab " + options_.name + " is down (console logs kept in " + vmDir(options_) + ")");
+  }
+  return first_error;
+}
+
+}  // namespace fabric_chaos::lab
