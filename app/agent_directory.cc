@@ -1,5 +1,6 @@
 #include "app/agent_directory.h"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,13 @@ core::Result<agent::Agent*> AppAgentDirectory::agentFor(const scenarios::AgentRe
                           "cannot read the token file " + ref.token_file + " of agent " + ref.name);
     }
     std::getline(in, token);
+    // The agent trims its copy the same way: a trailing CR or blank must not fail the handshake.
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+      token.pop_back();
+    }
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) {
+      token.erase(0, 1);
+    }
   }
   auto remote = make_remote_(ref.name, token);
   if (!remote.isOk()) return remote.status().withContext("agent " + ref.name);

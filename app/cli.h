@@ -12,6 +12,7 @@ namespace fabric_chaos::app {
 int serveMain(int argc, char** argv);
 int labMain(int argc, char** argv);
 int workloadMain(int argc, char** argv);
+int agentMain(int argc, char** argv);
 
 // --name value / --name=value flags after the subcommand; positional words kept in order.
 // Unknown flags are reported by the caller with the list it accepts.

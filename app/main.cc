@@ -16,6 +16,7 @@ Usage: fabric-chaos <command> [options]
 
 Commands:
   serve      REST API, scheduler, SQLite store and dashboard, with an embedded local agent
+  agent      the per-host agent a remote controller drives over HTTP (VM lab, real hosts)
   lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
   workload   run one rank of the ring-allreduce probe (started by agents)
   --version  print the version
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "serve") return fabric_chaos::app::serveMain(argc - 2, argv + 2);
+  if (command == "agent") return fabric_chaos::app::agentMain(argc - 2, argv + 2);
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
   // The rank parser expects the subcommand name as argv[0].
   if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agent/local_agent.h"
+#include "agent/remote_agent.h"
 #include "app/agent_directory.h"
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"

@@ -1,0 +1,1254 @@
+#include "agent/agent_service.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+namespace fabric_chaos::agent {
+namespace {
+
+using core::HttpRequest;
+using core::HttpResponse;
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+
+constexpr char kPrefix[] = "/agent/v1/";
+constexpr size_t kRecentPriors = 256;
+
+std::string trim(std::string s) {
+  auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
+  return s.substr(start);
+}
+
+std::string dumpJson(const json& doc) {
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+HttpResponse jsonResponse(int status, json body) {
+  body["agent_now_ns"] = core::steadyNowNs();
+  HttpResponse response;
+  response.status = status;
+  response.body = dumpJson(body);
+  return response;
+}
+
+HttpResponse errorResponse(const Status& status) {
+  HttpResponse response = core::jsonErrorResponse(status);
+  json doc = json::parse(response.body, nullptr, false);
+  if (doc.is_object()) {
+    doc["agent_now_ns"] = core::steadyNowNs();
+    response.body = dumpJson(doc);
+  }
+  return response;
+}
+
+Status invalid(const std::string& field, const std::string& problem) {
+  return Status(StatusCode::kInvalidArgument, field + ": " + problem);
+}
+
+core::Result<json> parseBody(const std::string& body) {
+  if (trim(body).empty()) return json::object();
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded()) {
+    return Status(StatusCode::kInvalidArgument, "request body is not valid JSON");
+  }
+  if (!doc.is_object())
+    return Status(StatusCode::kInvalidArgument, "request body must be an object");
+  return doc;
+}
+
+Status onlyFields(const json& doc, std::initializer_list<const char*> allowed,
+                  const std::string& prefix = "") {
+  for (const auto& [key, value] : doc.items()) {
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
+      return invalid(prefix + key, "unknown field");
+    }
+  }
+  return Status::ok();
+}
+
+// An integer field in lo..hi, or fallback when absent.
+core::Result<int64_t> intField(const json& doc, const std::string& name, int64_t lo, int64_t hi,
+                               int64_t fallback) {
+  auto it = doc.find(name);
+  if (it == doc.end() || it->is_null()) return fallback;
+  bool ok = false;
+  int64_t value = 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    ok = v <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v) >= lo;
+    value = static_cast<int64_t>(v);
+  } else if (it->is_number_integer()) {
+    value = it->get<int64_t>();
+    ok = value >= lo && value <= hi;
+  }
+  if (!ok) {
+    return invalid(name, "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return value;
+}
+
+// Query strings carry only numbers here: no percent-decoding needed.
+std::map<std::string, std::string> parseQuery(const std::string& query) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(query);
+  std::string pair;
+  while (std::getline(in, pair, '&')) {
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    out[pair.substr(0, eq)] = eq == std::string::npos ? "" : pair.substr(eq + 1);
+  }
+  return out;
+}
+
+core::Result<int64_t> queryInt(const std::map<std::string, std::string>& query,
+                               const std::string& name, int64_t lo, int64_t hi, int64_t fallback) {
+  auto it = query.find(name);
+  if (it == query.end() || it->second.empty()) return fallback;
+  const std::string& text = it->second;
+  if (text.size() > 18 || !std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      })) {
+    return invalid(name, "must be a non-negative integer");
+  }
+  const int64_t value = std::stoll(text);
+  if (value < lo || value > hi) {
+    return invalid(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return value;
+}
+
+std::string targetKey(const injectors::Fault& fault) {
+  return fault.kind + "/" + fault.target.netns + "/" + fault.target.ifname;
+}
+
+std::string describe(const injectors::Fault& fault) {
+  return fault.kind + " on " + (fault.target.netns.empty() ? "" : fault.target.netns + "/") +
+         fault.target.ifname;
+}
+
+core::Result<injectors::Fault> faultField(const json& doc) {
+  auto it = doc.find("fault");
+  if (it == doc.end()) return invalid("fault", "required");
+  auto fault = injectors::faultFromJson(*it);
+  if (!fault.isOk()) return Status(fault.status().code(), "fault." + fault.status().message());
+  return fault;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+Status writeFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return core::errnoStatus(errno, "cannot write " + tmp);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = core::errnoStatus(errno, "cannot write " + tmp);
+      ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status s = core::errnoStatus(errno, "cannot sync " + tmp);
+    ::close(fd);
+    return s;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return core::errnoStatus(errno, "cannot rename " + tmp + " to " + path);
+  }
+  return Status::ok();
+}
+
+std::string readSmallFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::ostringstream out;
+  out << in.rdbuf();
+  return trim(out.str());
+}
+
+class SystemHostProbe : public HostProbe {
+ public:
+  explicit SystemHostProbe(std::string sys_root) : sys_root_(std::move(sys_root)) {}
+
+  std::string hostname() override {
+    utsname u{};
+    return uname(&u) == 0 ? std::string(u.nodename) : "";
+  }
+
+  std::string kernelRelease() override {
+    utsname u{};
+    return uname(&u) == 0 ? std::string(u.release) : "";
+  }
+
+  std::vector<NetdevInfo> netdevs() override {
+    std::map<std::string, std::string> addresses = interfaceAddresses();
+    std::vector<NetdevInfo> out;
+    std::error_code ec;
+    const std::filesystem::path root = std::filesystem::path(sys_root_) / "class" / "net";
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+      NetdevInfo info;
+      info.name = entry.path().filename().string();
+      info.mac = readSmallFile(entry.path() / "address");
+      info.operstate = readSmallFile(entry.path() / "operstate");
+      const std::string mtu = readSmallFile(entry.path() / "mtu");
+      info.mtu = std::atoi(mtu.c_str());
+      if (auto it = addresses.find(info.name); it != addresses.end()) info.address = it->second;
+      out.push_back(std::move(info));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const NetdevInfo& a, const NetdevInfo& b) { return a.name < b.name; });
+    return out;
+  }
+
+  std::vector<RdmaPortInfo> rdmaPorts() override {
+    std::vector<RdmaPortInfo> out;
+    std::error_code ec;
+    const std::filesystem::path root = std::filesystem::path(sys_root_) / "class" / "infiniband";
+    for (const auto& device : std::filesystem::directory_iterator(root, ec)) {
+      std::error_code port_ec;
+      for (const auto& port :
+           std::filesystem::directory_iterator(device.path() / "ports", port_ec)) {
+        RdmaPortInfo info;
+        info.name = device.path().filename().string();
+        info.port = std::atoi(port.path().filename().string().c_str());
+        info.state = readSmallFile(port.path() / "state");
+        info.gid = readSmallFile(port.path() / "gids" / "0");
+        info.netdev = readSmallFile(port.path() / "gid_attrs" / "ndevs" / "0");
+        out.push_back(std::move(info));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const RdmaPortInfo& a, const RdmaPortInfo& b) {
+      return a.name != b.name ? a.name < b.name : a.port < b.port;
+    });
+    return out;
+  }
+
+ private:
+  // First IPv4 address of each interface, else its first IPv6 one.
+  static std::map<std::string, std::string> interfaceAddresses() {
+    std::map<std::string, std::string> v4;
+    std::map<std::string, std::string> v6;
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return {};
+    for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+      if (it->ifa_addr == nullptr || it->ifa_name == nullptr) continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      if (it->ifa_addr->sa_family == AF_INET) {
+        auto* sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+        if (inet_ntop(AF_INET, &sin->sin_addr, text, sizeof(text)) != nullptr) {
+          v4.emplace(it->ifa_name, text);
+        }
+      } else if (it->ifa_addr->sa_family == AF_INET6) {
+        auto* sin6 = reinterpret_cast<sockaddr_in6*>(it->ifa_addr);
+        if (inet_ntop(AF_INET6, &sin6->sin6_addr, text, sizeof(text)) != nullptr) {
+          v6.emplace(it->ifa_name, text);
+        }
+      }
+    }
+    freeifaddrs(list);
+    for (auto& [name, address] : v6) v4.emplace(name, address);
+    return v4;
+  }
+
+  std::string sys_root_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Free functions
+
+std::unique_ptr<HostProbe> makeSystemHostProbe(std::string sys_root) {
+  return std::make_unique<SystemHostProbe>(std::move(sys_root));
+}
+
+std::string defaultRouteInterface(const std::string& proc_net_route) {
+  std::istringstream in(proc_net_route);
+  std::string line;
+  std::string best;
+  long best_metric = -1;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string iface, destination, gateway, flags_hex, refcnt, use, metric_text, mask;
+    if (!(fields >> iface >> destination >> gateway >> flags_hex >> refcnt >> use >> metric_text >>
+          mask)) {
+      continue;
+    }
+    if (iface == "Iface" || destination != "00000000" || mask != "00000000") continue;
+    long flags = 0;
+    long metric = 0;
+    try {
+      flags = std::stol(flags_hex, nullptr, 16);
+      metric = std::stol(metric_text);
+    } catch (const std::exception&) {
+      continue;
+    }
+    if ((flags & 0x1) == 0) continue;  // RTF_UP
+    if (best_metric < 0 || metric < best_metric) {
+      best = iface;
+      best_metric = metric;
+    }
+  }
+  return best;
+}
+
+bool constantTimeEquals(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+Status checkTargetAllowed(const injectors::InterfaceTarget& target,
+                          const std::vector<std::string>& allowed,
+                          const std::vector<std::string>& management) {
+  const std::string name =
+      target.netns.empty() ? target.ifname : target.netns + "/" + target.ifname;
+  if (target.netns.empty() &&
+      std::find(management.begin(), management.end(), target.ifname) != management.end()) {
+    return Status(StatusCode::kPermissionDenied,
+                  "fault target " + name +
+                      " is this agent's management interface (it carries the controller's "
+                      "connection); the agent never injects faults on it");
+  }
+  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), name) != allowed.end()) {
+    return Status::ok();
+  }
+  return Status(StatusCode::kPermissionDenied,
+                "fault target " + name + " is not on this agent's allowlist (" + joined(allowed) +
+                    "); restart the agent with --allow to change it");
+}
+
+json rankSpecToJson(const RankSpec& spec) {
+  return json{{"rank", spec.rank},
+              {"world", spec.world},
+              {"netns", spec.netns},
+              {"listen_addr", spec.listen_addr},
+              {"port", spec.port},
+              {"next_addr", spec.next_addr},
+              {"next_port", spec.next_port},
+              {"message_bytes", spec.message_bytes},
+              {"compute_ms", spec.compute_ms},
+              {"peer_timeout_ms", spec.peer_timeout_ms},
+              {"reconnect_budget_ms", spec.reconnect_budget_ms},
+              {"max_duration_ms", spec.max_duration_ms}};
+}
+
+core::Result<RankSpec> rankSpecFromJson(const json& doc) {
+  if (!doc.is_object()) return invalid("rank", "must be an object");
+  FC_RETURN_IF_ERROR(onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr",
+                                      "next_port", "message_bytes", "compute_ms", "peer_timeout_ms",
+                                      "reconnect_budget_ms", "max_duration_ms"}));
+  RankSpec spec;
+  auto str = [&](const char* name, std::string& out) -> Status {
+    auto it = doc.find(name);
+    if (it == doc.end()) return Status::ok();
+    if (!it->is_string()) return invalid(name, "must be a string");
+    out = it->get<std::string>();
+    return Status::ok();
+  };
+  auto num = [&](const char* name, int64_t lo, int64_t hi, auto& out) -> Status {
+    auto value = intField(doc, name, lo, hi, static_cast<int64_t>(out));
+    if (!value.isOk()) return value.status();
+    out = static_cast<std::remove_reference_t<decltype(out)>>(value.value());
+    return Status::ok();
+  };
+  constexpr int64_t kBig = int64_t{1} << 50;
+  FC_RETURN_IF_ERROR(num("rank", 0, 1 << 20, spec.rank));
+  FC_RETURN_IF_ERROR(num("world", 1, 1 << 20, spec.world));
+  FC_RETURN_IF_ERROR(str("netns", spec.netns));
+  FC_RETURN_IF_ERROR(str("listen_addr", spec.listen_addr));
+  FC_RETURN_IF_ERROR(num("port", 0, 65535, spec.port));
+  FC_RETURN_IF_ERROR(str("next_addr", spec.next_addr));
+  FC_RETURN_IF_ERROR(num("next_port", 0, 65535, spec.next_port));
+  FC_RETURN_IF_ERROR(num("message_bytes", 0, kBig, spec.message_bytes));
+  FC_RETURN_IF_ERROR(num("compute_ms", 0, kBig, spec.compute_ms));
+  FC_RETURN_IF_ERROR(num("peer_timeout_ms", 0, kBig, spec.peer_timeout_ms));
+  FC_RETURN_IF_ERROR(num("reconnect_budget_ms", 0, kBig, spec.reconnect_budget_ms));
+  FC_RETURN_IF_ERROR(num("max_duration_ms", 0, kBig, spec.max_duration_ms));
+  return spec;
+}
+
+json kindInfoToJson(const injectors::KindInfo& info) {
+  return json{{"kind", info.kind},
+              {"description", info.description},
+              {"available", info.available},
+              {"reason", info.reason},
+              {"backend", info.backend}};
+}
+
+injectors::KindInfo kindInfoFromJson(const json& doc) {
+  injectors::KindInfo info;
+  if (!doc.is_object()) return info;
+  auto str = [&](const char* name) {
+    auto it = doc.find(name);
+    return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  info.kind = str("kind");
+  info.description = str("description");
+  info.reason = str("reason");
+  info.backend = str("backend");
+  auto available = doc.find("available");
+  info.available = available != doc.end() && available->is_boolean() && available->get<bool>();
+  return info;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReportBuffer
+
+ReportBuffer::ReportBuffer(int64_t origin_ns, int ranks, size_t capacity)
+    : origin_ns_(origin_ns), ranks_(ranks), capacity_(std::max<size_t>(1, capacity)) {}
+
+void ReportBuffer::pushLocked(Entry entry) {
+  entry.seq = ++last_seq_;
+  if (entries_.size() >= capacity_) {
+    evicted_through_seq_ = entries_.front().seq;
+    entries_.pop_front();
+    ++dropped_total_;
+  }
+  entries_.push_back(std::move(entry));
+}
+
+void ReportBuffer::onSamples(const std::vector<core::Sample>& samples) {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& sample : samples) {
+      Entry entry;
+      entry.rank = sample.rank;
+      entry.iteration = sample.iteration;
+      entry.t_ns = std::llround(sample.start_ms * 1e6);
+      entry.duration_ns = std::llround(sample.duration_ms * 1e6);
+      entry.bytes = sample.bytes;
+      pushLocked(std::move(entry));
+    }
+  }
+  cv_.notify_all();
+}
+
+void ReportBuffer::onEvent(int rank, double t_ms, const std::string& kind, const json& detail) {
+  {
+    std::lock_guard lock(mu_);
+    Entry entry;
+    entry.is_event = true;
+    entry.rank = rank;
+    entry.t_ns = std::llround(t_ms * 1e6);
+    entry.kind = kind;
+    entry.detail = detail;
+    pushLocked(std::move(entry));
+  }
+  cv_.notify_all();
+}
+
+void ReportBuffer::onRankExit(int rank, int exit_code) {
+  {
+    std::lock_guard lock(mu_);
+    exits_.push_back({++last_seq_, rank, exit_code});
+  }
+  cv_.notify_all();
+}
+
+void ReportBuffer::markStopped() {
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ReportBuffer::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool ReportBuffer::complete() const {
+  std::lock_guard lock(mu_);
+  return stopped_ || static_cast<int>(exits_.size()) >= ranks_;
+}
+
+int64_t ReportBuffer::exitsBetweenLocked(int64_t after, int64_t through) const {
+  int64_t n = 0;
+  for (const auto& exit : exits_) n += (exit.seq > after && exit.seq <= through) ? 1 : 0;
+  return n;
+}
+
+ReportBuffer::Batch ReportBuffer::fetch(int64_t after, size_t max_entries, int wait_ms) {
+  std::unique_lock lock(mu_);
+  auto finished = [&] { return stopped_ || static_cast<int>(exits_.size()) >= ranks_; };
+  if (wait_ms > 0) {
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                 [&] { return last_seq_ > after || closed_ || finished(); });
+  }
+  Batch batch;
+  auto first = std::partition_point(entries_.begin(), entries_.end(),
+                                    [&](const Entry& e) { return e.seq <= after; });
+  int64_t hi = after;
+  size_t taken = 0;
+  auto it = first;
+  for (; it != entries_.end() && taken < std::max<size_t>(1, max_entries); ++it, ++taken) {
+    if (it->is_event) {
+      batch.events.push_back(
+          {{"rank", it->rank}, {"t_ns", it->t_ns}, {"kind", it->kind}, {"detail", it->detail}});
+    } else {
+      batch.samples.push_back(
+          json::array({it->rank, it->iteration, it->t_ns, it->duration_ns, it->bytes}));
+    }
+    hi = it->seq;
+  }
+  const bool more = it != entries_.end();
+  if (!more) hi = std::max(hi, last_seq_);  // trailing exits
+  for (const auto& exit : exits_) {
+    if (exit.seq > after && exit.seq <= hi) {
+      batch.exits.push_back({{"rank", exit.rank}, {"code", exit.code}});
+    }
+  }
+  if (evicted_through_seq_ > after) {
+    const int64_t missed =
+        (evicted_through_seq_ - after) - exitsBetweenLocked(after, evicted_through_seq_);
+    if (missed > 0) {
+      batch.events.push_back(
+          {{"rank", -1},
+           {"t_ns", core::steadyNowNs() - origin_ns_},
+           {"kind", "reports_dropped"},
+           {"detail",
+            {{"count", missed},
+             {"dropped_total", dropped_total_},
+             {"reason", "the agent buffers at most " + std::to_string(capacity_) +
+                            " samples and events per workload and the controller did not "
+                            "fetch them in time"}}}});
+    }
+  }
+  batch.next = hi;
+  batch.running = std::max(0, ranks_ - static_cast<int>(exits_.size()));
+  batch.complete = finished() && hi >= last_seq_;
+  batch.dropped_total = dropped_total_;
+  return batch;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AgentService
+
+struct AgentService::Workload {
+  std::string id;
+  int ranks = 0;
+  std::unique_ptr<ReportBuffer> buffer;
+  // Declared after the buffer so that it is destroyed first: its reader threads write to it.
+  std::unique_ptr<WorkloadHandle> handle;
+  std::mutex stop_mu;
+  bool stopped = false;
+
+  void stop(int grace_ms) {
+    std::lock_guard lock(stop_mu);
+    if (!stopped) handle->stop(grace_ms);
+    stopped = true;
+    buffer->markStopped();
+  }
+};
+
+AgentService::AgentService(Agent& agent, HostProbe& probe, AgentServiceOptions options)
+    : agent_(agent), probe_(probe), options_(std::move(options)) {}
+
+AgentService::~AgentService() {
+  {
+    std::lock_guard lock(lease_mu_);
+    lease_stop_ = true;
+  }
+  lease_cv_.notify_all();
+  if (lease_thread_.joinable()) lease_thread_.join();
+  std::map<std::string, std::shared_ptr<Workload>> workloads;
+  {
+    std::lock_guard lock(workload_mu_);
+    workloads.swap(workloads_);
+  }
+  for (auto& [id, workload] : workloads) {
+    workload->buffer->close();
+    workload->stop(0);
+  }
+}
+
+void AgentService::startLeaseThread() {
+  std::lock_guard lock(lease_mu_);
+  if (lease_thread_.joinable() || lease_stop_) return;
+  lease_thread_ = std::thread([this] { leaseLoop(); });
+}
+
+void AgentService::leaseLoop() {
+  std::unique_lock lock(lease_mu_);
+  while (!lease_stop_) {
+    lease_cv_.wait_for(lock, std::chrono::milliseconds(std::max(1, options_.lease_check_ms)),
+                       [&] { return lease_stop_; });
+    if (lease_stop_) break;
+    lock.unlock();
+    expireLeases();
+    lock.lock();
+  }
+}
+
+size_t AgentService::activeFaults() const {
+  std::lock_guard lock(fault_mu_);
+  return faults_.size();
+}
+
+AgentService::ActiveFault* AgentService::findByTarget(const injectors::Fault& fault) {
+  const std::string key = targetKey(fault);
+  for (auto& [id, active] : faults_) {
+    if (targetKey(active.fault) == key) return &active;
+  }
+  return nullptr;
+}
+
+void AgentService::rememberPriorLocked(const injectors::Fault& fault, const json& prior) {
+  const std::string key = targetKey(fault);
+  if (recent_priors_.count(key) == 0) recent_order_.push_back(key);
+  recent_priors_[key] = prior;
+  while (recent_order_.size() > kRecentPriors) {
+    recent_priors_.erase(recent_order_.front());
+    recent_order_.erase(recent_order_.begin());
+  }
+}
+
+Status AgentService::revertLocked(const ActiveFault& active, const std::string& why) {
+  Status status = agent_.revertFault(active.fault, active.prior);
+  if (status.isOk()) {
+    rememberPriorLocked(active.fault, active.prior);
+    core::logInfo("agent: reverted " + active.id + " (" + describe(active.fault) + "): " + why);
+  }
+  return status;
+}
+
+Status AgentService::persistLocked() {
+  if (options_.journal_path.empty()) return Status::ok();
+  json faults = json::array();
+  for (const auto& [id, active] : faults_) {
+    faults.push_back({{"id", id},
+                      {"fault", injectors::toJson(active.fault)},
+                      {"prior", active.prior},
+                      {"lease_ms", active.lease_ms}});
+  }
+  json doc = {{"version", 1}, {"next_fault_id", next_fault_id_}, {"faults", faults}};
+  return writeFileAtomically(options_.journal_path, dumpJson(doc) + "\n");
+}
+
+AgentService::Recovery AgentService::recoverJournal() {
+  Recovery recovery;
+  if (options_.journal_path.empty()) return recovery;
+  std::ifstream in(options_.journal_path);
+  if (!in) return recovery;  // first start
+  std::ostringstream text;
+  text << in.rdbuf();
+  json doc = json::parse(text.str(), nullptr, false);
+  std::lock_guard lock(fault_mu_);
+  if (!doc.is_object()) {
+    core::logError("agent: the journal " + options_.journal_path +
+                   " is not valid JSON; faults a previous agent left behind cannot be reverted "
+                   "from it (kept as " +
+                   options_.journal_path + ".corrupt)");
+    std::error_code ec;
+    std::filesystem::rename(options_.journal_path, options_.journal_path + ".corrupt", ec);
+    ++recovery.failed;
+    return recovery;
+  }
+  if (auto next = doc.find("next_fault_id"); next != doc.end() && next->is_number_integer()) {
+    next_fault_id_ = std::max(next_fault_id_, next->get<int64_t>());
+  }
+  const int64_t now = core::steadyNowNs();
+  const json entries = doc.value("faults", json::array());
+  for (const auto& entry : entries.is_array() ? entries : json::array()) {
+    if (!entry.is_object()) {
+      ++recovery.failed;
+      continue;
+    }
+    auto fault = injectors::faultFromJson(entry.value("fault", json()));
+    if (!fault.isOk()) {
+      core::logError("agent: journal entry " + dumpJson(entry) +
+                     " is unreadable: " + fault.status().message());
+      ++recovery.failed;
+      continue;
+    }
+    ActiveFault active;
+    auto id = entry.find("id");
+    active.id = id != entry.end() && id->is_string() ? id->get<std::string>()
+                                                     : "f-" + std::to_string(next_fault_id_++);
+    active.fault = fault.value();
+    active.prior = entry.value("prior", json::object());
+    active.lease_ms = entry.value("lease_ms", options_.default_lease_ms);
+    Status status = revertLocked(active, "left applied by a previous agent process");
+    if (status.isOk()) {
+      ++recovery.reverted;
+      continue;
+    }
+    ++recovery.failed;
+    core::logError("agent: cannot revert " + active.id + " (" + describe(active.fault) +
+                   ") left by a previous agent process: " + status.toString() +
+                   "; retrying every " + std::to_string(options_.revert_retry_ms) + " ms");
+    active.lease_deadline_ns = now;  // expired: the lease manager keeps trying
+    active.retry_at_ns = now + int64_t{options_.revert_retry_ms} * 1000000;
+    faults_[active.id] = active;
+  }
+  if (Status s = persistLocked(); !s.isOk()) {
+    core::logError("agent: cannot rewrite the journal: " + s.toString());
+  }
+  return recovery;
+}
+
+int AgentService::expireLeases() {
+  int reverted = 0;
+  std::lock_guard lock(fault_mu_);
+  const int64_t now = core::steadyNowNs();
+  bool changed = false;
+  for (auto it = faults_.begin(); it != faults_.end();) {
+    ActiveFault& active = it->second;
+    if (active.lease_deadline_ns > now || active.retry_at_ns > now) {
+      ++it;
+      continue;
+    }
+    const int64_t late_ms = (now - active.lease_deadline_ns) / 1000000;
+    Status status = revertLocked(active, "lease of " + std::to_string(active.lease_ms) +
+                                             " ms expired " + std::to_string(late_ms) +
+                                             " ms ago (the controller stopped renewing it)");
+    if (status.isOk()) {
+      ++reverted;
+      changed = true;
+      it = faults_.erase(it);
+      continue;
+    }
+    core::logError("agent: lease of " + active.id + " (" + describe(active.fault) +
+                   ") expired but the revert failed: " + status.toString() + "; retrying in " +
+                   std::to_string(options_.revert_retry_ms) + " ms");
+    active.retry_at_ns = now + int64_t{options_.revert_retry_ms} * 1000000;
+    ++it;
+  }
+  if (changed) {
+    if (Status s = persistLocked(); !s.isOk()) {
+      core::logError("agent: cannot rewrite the journal: " + s.toString());
+    }
+  }
+  return reverted;
+}
+
+int AgentService::shutdown(int workload_grace_ms) {
+  shutting_down_ = true;
+  {
+    std::lock_guard lock(lease_mu_);
+    lease_stop_ = true;
+  }
+  lease_cv_.notify_all();
+  if (lease_thread_.joinable()) lease_thread_.join();
+
+  std::vector<std::shared_ptr<Workload>> workloads;
+  {
+    std::lock_guard lock(workload_mu_);
+    for (auto& [id, workload] : workloads_) workloads.push_back(workload);
+  }
+  for (auto& workload : workloads) {
+    workload->stop(workload_grace_ms);
+    workload->buffer->close();
+  }
+
+  int failed = 0;
+  std::lock_guard lock(fault_mu_);
+  for (auto it = faults_.begin(); it != faults_.end();) {
+    Status status = revertLocked(it->second, "agent shutting down");
+    if (status.isOk()) {
+      it = faults_.erase(it);
+    } else {
+      ++failed;
+      core::logError("agent: cannot revert " + it->first + " (" + describe(it->second.fault) +
+                     ") on shutdown: " + status.toString() +
+                     "; the next agent start retries it from the journal");
+      ++it;
+    }
+  }
+  if (Status s = persistLocked(); !s.isOk()) {
+    core::logError("agent: cannot rewrite the journal: " + s.toString());
+  }
+  return failed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+HttpResponse AgentService::handle(const HttpRequest& request) {
+  bool authorized = false;
+  if (auto it = request.headers.find("authorization"); it != request.headers.end()) {
+    const std::string& value = it->second;
+    constexpr std::string_view kScheme = "bearer ";
+    if (value.size() > kScheme.size() &&
+        std::equal(kScheme.begin(), kScheme.end(), value.begin(), [](char a, char b) {
+          return a == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      const std::string presented = trim(value.substr(kScheme.size()));
+      authorized = !options_.token.empty() && constantTimeEquals(presented, options_.token);
+    }
+  }
+  if (!authorized) {
+    HttpResponse response = errorResponse(
+        Status(StatusCode::kUnauthenticated,
+               "missing or wrong agent token: send \"Authorization: Bearer <token>\""));
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"fabric-chaos-agent\"");
+    return response;
+  }
+  try {
+    return route(request);
+  } catch (const json::exception& e) {
+    return errorResponse(
+        Status(StatusCode::kInvalidArgument, std::string("malformed request: ") + e.what()));
+  }
+}
+
+HttpResponse AgentService::route(const HttpRequest& request) {
+  const size_t question = request.target.find('?');
+  const std::string path = request.target.substr(0, question);
+  const std::string query =
+      question == std::string::npos ? "" : request.target.substr(question + 1);
+  if (path.rfind(kPrefix, 0) != 0) {
+    return errorResponse(Status(StatusCode::kNotFound, "no such path " + path));
+  }
+  std::vector<std::string> parts;
+  {
+    std::istringstream in(path.substr(sizeof(kPrefix) - 1));
+    std::string part;
+    while (std::getline(in, part, '/')) {
+      if (!part.empty()) parts.push_back(part);
+    }
+  }
+  const std::string& method = request.method;
+  auto notAllowed = [&](const std::string& allow) {
+    HttpResponse response = errorResponse(
+        Status(StatusCode::kInvalidArgument, "method " + method + " is not allowed on " + path));
+    response.status = 405;
+    response.headers.emplace_back("Allow", allow);
+    return response;
+  };
+  const size_t n = parts.size();
+  if (n == 1 && parts[0] == "info") return method == "GET" ? info() : notAllowed("GET");
+  if (n == 1 && parts[0] == "validate") {
+    return method == "POST" ? validate(request.body) : notAllowed("POST");
+  }
+  if (n >= 1 && parts[0] == "faults") {
+    if (n == 1) {
+      if (method == "GET") return listFaults();
+      if (method == "POST") return applyFault(request.body);
+      return notAllowed("GET, POST");
+    }
+    if (n == 2 && parts[1] == "revert") {
+      return method == "POST" ? revertByDescription(request.body) : notAllowed("POST");
+    }
+    if (n == 2 && parts[1] == "observe") {
+      return method == "POST" ? observeByDescription(request.body) : notAllowed("POST");
+    }
+    if (n == 2) {
+      if (method == "GET") return getFault(parts[1]);
+      if (method == "DELETE") return deleteFault(parts[1]);
+      return notAllowed("GET, DELETE");
+    }
+    if (n == 3 && parts[2] == "renew") {
+      return method == "POST" ? renewFault(parts[1], request.body) : notAllowed("POST");
+    }
+  }
+  if (n >= 1 && parts[0] == "workloads") {
+    if (n == 1) return method == "POST" ? startWorkload(request.body) : notAllowed("POST");
+    if (n == 2) return method == "DELETE" ? stopWorkload(parts[1], query) : notAllowed("DELETE");
+    if (n == 3 && parts[2] == "reports") {
+      return method == "GET" ? workloadReports(parts[1], query) : notAllowed("GET");
+    }
+  }
+  return errorResponse(Status(StatusCode::kNotFound, "no such path " + path));
+}
+
+HttpResponse AgentService::info() {
+  json capabilities = json::array();
+  for (const auto& kind : agent_.capabilities()) capabilities.push_back(kindInfoToJson(kind));
+  json netdevs = json::array();
+  for (const auto& dev : probe_.netdevs()) {
+    netdevs.push_back({{"name", dev.name},
+                       {"address", dev.address},
+                       {"mac", dev.mac},
+                       {"operstate", dev.operstate},
+                       {"mtu", dev.mtu}});
+  }
+  json rdma = json::array();
+  for (const auto& port : probe_.rdmaPorts()) {
+    rdma.push_back({{"name", port.name},
+                    {"port", port.port},
+                    {"state", port.state},
+                    {"gid", port.gid},
+                    {"netdev", port.netdev}});
+  }
+  size_t workloads = 0;
+  {
+    std::lock_guard lock(workload_mu_);
+    workloads = workloads_.size();
+  }
+  const std::string hostname = probe_.hostname();
+  return jsonResponse(200, {{"agent_id", options_.agent_id.empty() ? hostname : options_.agent_id},
+                            {"hostname", hostname},
+                            {"version", options_.version},
+                            {"kernel", probe_.kernelRelease()},
+                            {"capabilities", capabilities},
+                            {"netdevs", netdevs},
+                            {"rdma_devices", rdma},
+                            {"allowed_interfaces", options_.allowed_interfaces},
+                            {"management_interfaces", options_.management_interfaces},
+                            {"leases", activeFaults()},
+                            {"workloads", workloads}});
+}
+
+HttpResponse AgentService::listFaults() {
+  json faults = json::array();
+  std::lock_guard lock(fault_mu_);
+  for (const auto& [id, active] : faults_) {
+    faults.push_back({{"id", id},
+                      {"fault", injectors::toJson(active.fault)},
+                      {"prior", active.prior},
+                      {"lease_ms", active.lease_ms},
+                      {"lease_deadline_ns", active.lease_deadline_ns}});
+  }
+  return jsonResponse(200, {{"faults", faults}});
+}
+
+HttpResponse AgentService::applyFault(const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"fault", "lease_ms"}); !s.isOk()) return errorResponse(s);
+  auto fault = faultField(*doc);
+  if (!fault.isOk()) return errorResponse(fault.status());
+  auto lease_ms = intField(*doc, "lease_ms", 1, options_.max_lease_ms, options_.default_lease_ms);
+  if (!lease_ms.isOk()) return errorResponse(lease_ms.status());
+  if (shutting_down_) {
+    return errorResponse(Status(StatusCode::kUnavailable, "the agent is shutting down"));
+  }
+  if (Status s = checkTargetAllowed(fault->target, options_.allowed_interfaces,
+                                    options_.management_interfaces);
+      !s.isOk()) {
+    core::logWarn("agent: refused " + describe(*fault) + ": " + s.message());
+    return errorResponse(s);
+  }
+
+  std::lock_guard lock(fault_mu_);
+  if (ActiveFault* existing = findByTarget(*fault)) {
+    if (existing->fault.params != fault->params) {
+      return errorResponse(Status(StatusCode::kFailedPrecondition,
+                                  describe(*fault) + " is already active as " + existing->id +
+                                      " with other parameters " + existing->fault.params.dump() +
+                                      "; revert it first"));
+    }
+    // The same fault again (a retried request): one fault, the lease extended.
+    existing->lease_ms = *lease_ms;
+    existing->lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
+    return jsonResponse(200, {{"id", existing->id},
+                              {"prior", existing->prior},
+                              {"lease_ms", existing->lease_ms},
+                              {"lease_deadline_ns", existing->lease_deadline_ns},
+                              {"existing", true}});
+  }
+  if (Status s = agent_.validateFault(fault->kind, fault->params); !s.isOk()) {
+    return errorResponse(s);
+  }
+  auto prior = agent_.captureFault(*fault);
+  if (!prior.isOk()) {
+    return errorResponse(prior.status().withContext("reading state before " + describe(*fault)));
+  }
+  ActiveFault active;
+  active.id = "f-" + std::to_string(next_fault_id_++);
+  active.fault = *fault;
+  active.prior = prior.value();
+  active.lease_ms = *lease_ms;
+  active.lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
+  faults_[active.id] = active;
+  // Intent first: if this process dies between here and the revert, the next start finds it.
+  if (Status s = persistLocked(); !s.isOk()) {
+    faults_.erase(active.id);
+    return errorResponse(Status(StatusCode::kInternal, "cannot journal " + describe(*fault) +
+                                                           " before applying "
+                                                           "it, so it was not applied: " +
+                                                           s.message()));
+  }
+  Status applied = agent_.applyFault(*fault);
+  if (!applied.isOk()) {
+    // It may be half-applied: put back what was there.
+    if (Status r = agent_.revertFault(*fault, active.prior); !r.isOk()) {
+      core::logError("agent: applying " + describe(*fault) + " failed and so did the revert: " +
+                     r.toString() + "; the lease manager keeps trying");
+      faults_[active.id].lease_deadline_ns = 0;
+    } else {
+      faults_.erase(active.id);
+    }
+    (void)persistLocked();
+    return errorResponse(applied.withContext("applying " + describe(*fault)));
+  }
+  ActiveFault& stored = faults_[active.id];
+  stored.lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
+  core::logInfo("agent: applied " + stored.id + " (" + describe(stored.fault) + "), lease " +
+                std::to_string(*lease_ms) + " ms");
+  return jsonResponse(201, {{"id", stored.id},
+                            {"prior", stored.prior},
+                            {"lease_ms", stored.lease_ms},
+                            {"lease_deadline_ns", stored.lease_deadline_ns}});
+}
+
+HttpResponse AgentService::renewFault(const std::string& id, const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"lease_ms"}); !s.isOk()) return errorResponse(s);
+  std::lock_guard lock(fault_mu_);
+  auto it = faults_.find(id);
+  const int64_t now = core::steadyNowNs();
+  if (it == faults_.end()) {
+    return errorResponse(Status(StatusCode::kNotFound,
+                                "no active fault " + id + " (reverted, or its lease expired)"));
+  }
+  if (it->second.lease_deadline_ns <= now) {
+    return errorResponse(Status(StatusCode::kNotFound,
+                                "the lease of " + id + " expired " +
+                                    std::to_string((now - it->second.lease_deadline_ns) / 1000000) +
+                                    " ms ago; it is being reverted"));
+  }
+  auto lease_ms = intField(*doc, "lease_ms", 1, options_.max_lease_ms, it->second.lease_ms);
+  if (!lease_ms.isOk()) return errorResponse(lease_ms.status());
+  it->second.lease_ms = *lease_ms;
+  it->second.lease_deadline_ns = now + *lease_ms * 1000000;
+  return jsonResponse(200, {{"id", id},
+                            {"lease_ms", it->second.lease_ms},
+                            {"lease_deadline_ns", it->second.lease_deadline_ns}});
+}
+
+HttpResponse AgentService::getFault(const std::string& id) {
+  std::lock_guard lock(fault_mu_);
+  auto it = faults_.find(id);
+  if (it == faults_.end()) {
+    return errorResponse(Status(StatusCode::kNotFound, "no active fault " + id));
+  }
+  auto observed = agent_.observeFault(it->second.fault);
+  if (!observed.isOk()) return errorResponse(observed.status());
+  return jsonResponse(200, {{"id", id},
+                            {"fault", injectors::toJson(it->second.fault)},
+                            {"observed", observed.value()},
+                            {"lease_ms", it->second.lease_ms},
+                            {"lease_deadline_ns", it->second.lease_deadline_ns}});
+}
+
+HttpResponse AgentService::deleteFault(const std::string& id) {
+  std::lock_guard lock(fault_mu_);
+  auto it = faults_.find(id);
+  if (it == faults_.end()) {
+    return errorResponse(
+        Status(StatusCode::kNotFound, "no active fault " + id + " (already reverted?)"));
+  }
+  json observed;
+  if (auto o = agent_.observeFault(it->second.fault); o.isOk()) {
+    observed = o.value();
+  } else {
+    observed = {{"error", o.status().message()}};
+  }
+  if (Status s = revertLocked(it->second, "controller request"); !s.isOk()) {
+    return errorResponse(s.withContext("reverting " + id));
+  }
+  faults_.erase(it);
+  if (Status s = persistLocked(); !s.isOk()) {
+    core::logError("agent: cannot rewrite the journal: " + s.toString());
+  }
+  return jsonResponse(200, {{"id", id}, {"reverted", true}, {"observed", observed}});
+}
+
+HttpResponse AgentService::revertByDescription(const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"fault"}); !s.isOk()) return errorResponse(s);
+  auto fault = faultField(*doc);
+  if (!fault.isOk()) return errorResponse(fault.status());
+  std::lock_guard lock(fault_mu_);
+  if (ActiveFault* active = findByTarget(*fault)) {
+    const std::string id = active->id;
+    if (Status s = revertLocked(*active, "controller request (by description)"); !s.isOk()) {
+      return errorResponse(s.withContext("reverting " + id));
+    }
+    faults_.erase(id);
+    if (Status s = persistLocked(); !s.isOk()) {
+      core::logError("agent: cannot rewrite the journal: " + s.toString());
+    }
+    return jsonResponse(200, {{"reverted", "active"}, {"id", id}});
+  }
+  if (Status s = checkTargetAllowed(fault->target, options_.allowed_interfaces,
+                                    options_.management_interfaces);
+      !s.isOk()) {
+    // The agent never applies a fault there, so there is nothing to put back.
+    return jsonResponse(200, {{"reverted", "none"}, {"reason", s.message()}});
+  }
+  auto known = recent_priors_.find(targetKey(*fault));
+  const bool have_prior = known != recent_priors_.end();
+  const json prior = have_prior ? known->second : json::object();
+  if (Status s = agent_.revertFault(*fault, prior); !s.isOk()) {
+    return errorResponse(s.withContext("reverting " + describe(*fault)));
+  }
+  core::logInfo("agent: reverted " + describe(*fault) + " by description (" +
+                (have_prior ? "with its captured prior" : "to the default state") + ")");
+  return jsonResponse(200, {{"reverted", have_prior ? "recent_prior" : "default"}});
+}
+
+HttpResponse AgentService::observeByDescription(const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"fault"}); !s.isOk()) return errorResponse(s);
+  auto fault = faultField(*doc);
+  if (!fault.isOk()) return errorResponse(fault.status());
+  std::lock_guard lock(fault_mu_);
+  auto observed = agent_.observeFault(*fault);
+  if (!observed.isOk()) return errorResponse(observed.status());
+  json body_out = {{"observed", observed.value()}};
+  if (ActiveFault* active = findByTarget(*fault)) body_out["id"] = active->id;
+  return jsonResponse(200, body_out);
+}
+
+HttpResponse AgentService::validate(const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"kind", "params"}); !s.isOk()) return errorResponse(s);
+  auto kind = doc->find("kind");
+  if (kind == doc->end() || !kind->is_string()) {
+    return errorResponse(invalid("kind", "required, a string"));
+  }
+  json params = doc->value("params", json::object());
+  if (Status s = agent_.validateFault(kind->get<std::string>(), params); !s.isOk()) {
+    return errorResponse(s);
+  }
+  return jsonResponse(200, {{"valid", true}});
+}
+
+std::shared_ptr<AgentService::Workload> AgentService::findWorkload(const std::string& id) {
+  std::lock_guard lock(workload_mu_);
+  auto it = workloads_.find(id);
+  return it == workloads_.end() ? nullptr : it->second;
+}
+
+HttpResponse AgentService::startWorkload(const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"ranks", "origin_ns"}); !s.isOk()) return errorResponse(s);
+  auto ranks_doc = doc->find("ranks");
+  if (ranks_doc == doc->end() || !ranks_doc->is_array() || ranks_doc->empty()) {
+    return errorResponse(invalid("ranks", "required, a non-empty array"));
+  }
+  std::vector<RankSpec> ranks;
+  for (size_t i = 0; i < ranks_doc->size(); ++i) {
+    auto spec = rankSpecFromJson((*ranks_doc)[i]);
+    if (!spec.isOk()) {
+      return errorResponse(Status(spec.status().code(),
+                                  "ranks[" + std::to_string(i) + "]." + spec.status().message()));
+    }
+    ranks.push_back(spec.value());
+  }
+  auto origin_ns = intField(*doc, "origin_ns", 0, std::numeric_limits<int64_t>::max(), 0);
+  if (!origin_ns.isOk()) return errorResponse(origin_ns.status());
+  if (shutting_down_) {
+    return errorResponse(Status(StatusCode::kUnavailable, "the agent is shutting down"));
+  }
+
+  auto workload = std::make_shared<Workload>();
+  workload->ranks = static_cast<int>(ranks.size());
+  workload->buffer =
+      std::make_unique<ReportBuffer>(*origin_ns, workload->ranks, options_.report_buffer_entries);
+  auto handle = agent_.startWorkload(ranks, *origin_ns, workload->buffer.get());
+  if (!handle.isOk()) return errorResponse(handle.status());
+  workload->handle = std::move(handle.value());
+
+  std::vector<std::shared_ptr<Workload>> retired;  // destroyed outside the lock
+  {
+    std::lock_guard lock(workload_mu_);
+    workload->id = "w-" + std::to_string(next_workload_id_++);
+    workloads_[workload->id] = workload;
+    // Finished workloads nobody fetched to the end: keep only the newest few.
+    std::vector<std::string> finished;
+    for (const auto& [id, w] : workloads_) {
+      if (w != workload && w->buffer->complete()) finished.push_back(id);
+    }
+    std::sort(finished.begin(), finished.end(), [](const std::string& a, const std::string& b) {
+      return std::stoll(a.substr(2)) < std::stoll(b.substr(2));
+    });
+    while (finished.size() > options_.retained_finished_workloads) {
+      retired.push_back(workloads_[finished.front()]);
+      workloads_.erase(finished.front());
+      finished.erase(finished.begin());
+    }
+  }
+  core::logInfo("agent: started workload " + workload->id + " with " +
+                std::to_string(ranks.size()) + " rank(s)");
+  return jsonResponse(201, {{"id", workload->id}, {"ranks", workload->ranks}});
+}
+
+HttpResponse AgentService::workloadReports(const std::string& id, const std::string& query) {
+  const auto params = parseQuery(query);
+  auto after = queryInt(params, "after", 0, std::numeric_limits<int64_t>::max() / 2, 0);
+  if (!after.isOk()) return errorResponse(after.status());
+  auto wait_ms = queryInt(params, "wait_ms", 0, options_.max_wait_ms, 0);
+  if (!wait_ms.isOk()) return errorResponse(wait_ms.status());
+  auto workload = findWorkload(id);
+  if (!workload) {
+    return errorResponse(Status(StatusCode::kNotFound,
+                                "no workload " + id + " (finished and fetched, or never started)"));
+  }
+  auto batch = workload->buffer->fetch(*after, options_.max_batch_entries,
+                                       shutting_down_ ? 0 : static_cast<int>(*wait_ms));
+  if (batch.complete && batch.next == *after) {
+    // The controller already holds everything: forget the workload.
+    std::lock_guard lock(workload_mu_);
+    workloads_.erase(id);
+  }
+  return jsonResponse(200, {{"id", id},
+                            {"next", batch.next},
+                            {"samples", std::move(batch.samples)},
+                            {"events", std::move(batch.events)},
+                            {"exits", std::move(batch.exits)},
+                            {"running", batch.running},
+                            {"complete", batch.complete},
+                            {"dropped_total", batch.dropped_total}});
+}
+
+HttpResponse AgentService::stopWorkload(const std::string& id, const std::string& query) {
+  const auto params = parseQuery(query);
+  auto grace_ms = queryInt(params, "grace_ms", 0, 600000, 5000);
+  if (!grace_ms.isOk()) return errorResponse(grace_ms.status());
+  auto workload = findWorkload(id);
+  if (!workload) return errorResponse(Status(StatusCode::kNotFound, "no workload " + id));
+  workload->stop(static_cast<int>(*grace_ms));
+  auto batch = workload->buffer->fetch(std::numeric_limits<int64_t>::max() / 2, 1, 0);
+  return jsonResponse(200, {{"id", id}, {"stopped", true}, {"running", batch.running}});
+}
+
+}  // namespace fabric_chaos::agent

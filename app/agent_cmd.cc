@@ -1,0 +1,241 @@
+// `fabric-chaos agent`: the per-host agent a remote controller drives over HTTP (docs/agent.md).
+// Wires the real injector adapters and a LocalAgent behind an AgentService, serves it with the
+// Beast transport, and on SIGTERM/SIGINT reverts every fault it holds before exiting.
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "agent/agent_service.h"
+#include "agent/local_agent.h"
+#include "app/cli.h"
+#include "app/version.h"
+#include "core/log.h"
+#include "injectors/registry.h"
+#include "injectors/sys/links.h"
+#include "injectors/sys/nftables.h"
+#include "injectors/sys/process.h"
+#include "injectors/sys/qdisc.h"
+#include "server/http/server.h"
+
+namespace fabric_chaos::app {
+namespace {
+
+constexpr const char* kAgentUsage =
+    R"(Usage: fabric-chaos agent (--token T | --token-file PATH) [options]
+
+Runs the per-host agent: an authenticated HTTP API (docs/agent.md) through which a controller
+applies and reverts faults on this host and runs workload ranks here. Every fault holds a lease:
+if the controller stops renewing it, the agent reverts it on its own. On start-up the agent
+reverts what a previous agent process left applied; on SIGTERM or SIGINT it reverts every fault
+it holds and exits (0 when every revert succeeded).
+
+Options:
+  --listen ADDR:PORT   where the API listens (default 0.0.0.0:7100; port 0 picks a free one)
+  --token T            the shared bearer token (visible in `ps`; prefer --token-file)
+  --token-file PATH    a file holding the token (surrounding whitespace is ignored)
+  --allow IF,IF        the only interfaces faults may target: "eth0" in this host's namespace,
+                       "ns/eth0" in namespace ns (default: any interface but the management one)
+  --mgmt-if IF,IF      interfaces never touched because they carry the controller's connection
+                       (default: the interface of the default route, plus the one holding the
+                       --listen address when it is a specific address)
+  --state-dir DIR      the fault journal lives here (default /run/fabric-chaos-agent)
+  --log-dir DIR        workload rank logs (default <state-dir>/logs)
+  --agent-id ID        the name reported in /agent/v1/info (default: the hostname)
+)";
+
+const std::vector<std::string> kAgentFlags{"listen",    "token",   "token-file", "allow", "mgmt-if",
+                                           "state-dir", "log-dir", "agent-id",   "help"};
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string readFile(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  *ok = static_cast<bool>(in);
+  std::ostringstream out;
+  if (in) out << in.rdbuf();
+  return out.str();
+}
+
+std::string trimmed(std::string s) {
+  const char* space = " \t\r\n";
+  s.erase(0, s.find_first_not_of(space));
+  const size_t last = s.find_last_not_of(space);
+  s.erase(last == std::string::npos ? 0 : last + 1);
+  return s;
+}
+
+int usageError(const std::string& problem) {
+  std::cerr << "fabric-chaos agent: " << problem << "\n\n" << kAgentUsage;
+  return 2;
+}
+
+}  // namespace
+
+int agentMain(int argc, char** argv) {
+  Flags flags = parseFlags(argc, argv, {"help"});
+  if (flags.has("help")) {
+    std::cout << kAgentUsage;
+    return 0;
+  }
+  if (!flags.error.empty()) return usageError(flags.error);
+  if (!flags.unknown(kAgentFlags).empty()) {
+    return usageError("unknown option --" + flags.unknown(kAgentFlags));
+  }
+  if (!flags.positional.empty()) return usageError("unexpected argument " + flags.positional[0]);
+
+  http::ServerOptions http_options;
+  const std::string listen = flags.getOr("listen", "0.0.0.0:7100");
+  {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string::npos) return usageError("--listen must be ADDR:PORT, got " + listen);
+    http_options.address = listen.substr(0, colon);
+    if (http_options.address.size() > 2 && http_options.address.front() == '[' &&
+        http_options.address.back() == ']') {
+      http_options.address = http_options.address.substr(1, http_options.address.size() - 2);
+    }
+    try {
+      const int port = std::stoi(listen.substr(colon + 1));
+      if (port < 0 || port > 65535) throw std::out_of_range("port");
+      http_options.port = static_cast<uint16_t>(port);
+    } catch (const std::exception&) {
+      return usageError("bad port in --listen " + listen);
+    }
+  }
+  // Long polls hold a worker each while they wait.
+  http_options.threads = 8;
+
+  std::string token;
+  if (flags.has("token") == flags.has("token-file")) {
+    return usageError("give the shared token with exactly one of --token and --token-file");
+  }
+  if (auto path = flags.get("token-file")) {
+    bool ok = false;
+    token = trimmed(readFile(*path, &ok));
+    if (!ok) {
+      std::cerr << "fabric-chaos agent: cannot read the token file " << *path << "\n";
+      return 1;
+    }
+  } else {
+    token = trimmed(flags.getOr("token", ""));
+  }
+  if (token.empty()) return usageError("the token is empty");
+  if (token.size() < 16) core::logWarn("agent: the token is shorter than 16 characters");
+
+  const std::string state_dir = flags.getOr("state-dir", "/run/fabric-chaos-agent");
+  const std::string log_dir = flags.getOr("log-dir", state_dir + "/logs");
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec || !std::filesystem::is_directory(state_dir)) {
+    std::cerr << "fabric-chaos agent: cannot create the state directory " << state_dir << ": "
+              << ec.message() << "\n";
+    return 1;
+  }
+
+  // Signals are taken synchronously by the main thread; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto links = sys::makeNetlinkLinkControl();
+  auto nftables = sys::makeLibNftables();
+  auto qdiscs = sys::makeNetlinkQdiscs();
+  auto registry = injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()});
+  auto launcher = sys::makeForkExecLauncher();
+  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  agent::LocalAgent local_agent(*registry, *launcher, {self_exe, log_dir});
+  auto probe = agent::makeSystemHostProbe();
+
+  agent::AgentServiceOptions options;
+  options.token = token;
+  options.agent_id = flags.getOr("agent-id", "");
+  options.version = FABRIC_CHAOS_VERSION;
+  options.allowed_interfaces = splitList(flags.getOr("allow", ""));
+  options.journal_path = state_dir + "/agent-journal.json";
+  if (auto mgmt = flags.get("mgmt-if")) {
+    options.management_interfaces = splitList(*mgmt);
+  } else {
+    bool ok = false;
+    const std::string route = agent::defaultRouteInterface(readFile("/proc/net/route", &ok));
+    if (!route.empty()) options.management_interfaces.push_back(route);
+  }
+  const std::string& address = http_options.address;
+  const bool wildcard =
+      address == "0.0.0.0" || address == "::" || address.rfind("127.", 0) == 0 || address == "::1";
+  if (!wildcard) {
+    for (const auto& dev : probe->netdevs()) {
+      if (dev.address == address &&
+          std::find(options.management_interfaces.begin(), options.management_interfaces.end(),
+                    dev.name) == options.management_interfaces.end()) {
+        options.management_interfaces.push_back(dev.name);
+      }
+    }
+  }
+  if (options.management_interfaces.empty()) {
+    core::logWarn(
+        "agent: no management interface known (no default route and no --mgmt-if); faults may "
+        "target any interface, including the one the controller reaches this agent through");
+  }
+
+  agent::AgentService service(local_agent, *probe, options);
+  const auto recovery = service.recoverJournal();
+  if (recovery.reverted + recovery.failed > 0) {
+    core::logWarn("agent: start-up recovery reverted " + std::to_string(recovery.reverted) +
+                  " fault(s) a previous agent left applied; " + std::to_string(recovery.failed) +
+                  " could not be reverted (retrying)");
+  }
+  service.startLeaseThread();
+
+  auto server = http::Server::start(
+      http_options, [&](const core::HttpRequest& request) { return service.handle(request); });
+  if (!server.isOk()) {
+    std::cerr << "fabric-chaos agent: " << server.status().message() << "\n";
+    service.shutdown(1000);
+    return 1;
+  }
+  std::string allowed;
+  for (const auto& name : options.allowed_interfaces)
+    allowed += (allowed.empty() ? "" : ",") + name;
+  std::string mgmt;
+  for (const auto& name : options.management_interfaces) mgmt += (mgmt.empty() ? "" : ",") + name;
+  core::logInfo("agent: allowlist " + (allowed.empty() ? "(any)" : allowed) +
+                ", management interface(s) " + (mgmt.empty() ? "(none)" : mgmt) + ", journal " +
+                options.journal_path);
+  std::cout << "fabric-chaos agent listening on " << address << ":" << server.value()->port()
+            << std::endl;
+
+  int signo = 0;
+  while (sigwait(&signals, &signo) != 0) {
+  }
+  core::logInfo(std::string("agent: ") + (signo == SIGTERM ? "SIGTERM" : "SIGINT") +
+                ": reverting " + std::to_string(service.activeFaults()) + " active fault(s)");
+  const int failed = service.shutdown(2000);
+  server.value()->stop();
+  if (failed > 0) {
+    std::cerr << "fabric-chaos agent: " << failed
+              << " fault(s) could not be reverted; the next start retries them\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fabric_chaos::app

@@ -1,0 +1,197 @@
+// Beast's asynchronous operations driven by a private io_context per request: that is how a
+// "synchronous" call gets one deadline for resolve, connect, write and read (the blocking Beast
+// calls have no timeout at all).
+
+#include "net/http_client.h"
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <chrono>
+
+namespace fabric_chaos::net {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using core::Status;
+using core::StatusCode;
+
+constexpr size_t kResponseBodyLimit = 64 << 20;
+constexpr char kUserAgent[] = "fabric-chaos";
+
+std::string lower(beast::string_view s) {
+  std::string out(s.data(), s.size());
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+Status invalid(const std::string& url, const std::string& problem) {
+  return Status(StatusCode::kInvalidArgument, "bad URL \"" + url + "\": " + problem);
+}
+
+}  // namespace
+
+core::Result<Url> parseHttpUrl(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.rfind("https://", 0) == 0) {
+    return invalid(url, "https is not supported; reach the agent over a TLS tunnel instead");
+  }
+  if (url.rfind(scheme, 0) != 0) return invalid(url, "must start with http://");
+  std::string rest = url.substr(scheme.size());
+  Url out;
+  const size_t slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  if (slash != std::string::npos) {
+    out.base_path = rest.substr(slash);
+    while (!out.base_path.empty() && out.base_path.back() == '/') out.base_path.pop_back();
+    if (out.base_path.find_first_of("?#") != std::string::npos) {
+      return invalid(url, "must not carry a query or fragment");
+    }
+  }
+  if (authority.find('@') != std::string::npos) return invalid(url, "user info is not supported");
+  std::string port_text;
+  if (!authority.empty() && authority[0] == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) return invalid(url, "unterminated [IPv6 address]");
+    out.host = authority.substr(1, close - 1);
+    std::string after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return invalid(url, "unexpected text after ]");
+      port_text = after.substr(1);
+    }
+  } else {
+    const size_t colon = authority.rfind(':');
+    out.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port_text = authority.substr(colon + 1);
+  }
+  if (out.host.empty()) return invalid(url, "no host");
+  if (!port_text.empty()) {
+    if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        })) {
+      return invalid(url, "bad port \"" + port_text + "\"");
+    }
+    const int port = std::stoi(port_text);
+    if (port < 1 || port > 65535) return invalid(url, "port out of range");
+    out.port = static_cast<uint16_t>(port);
+  }
+  return out;
+}
+
+HttpClient::HttpClient(std::string base_url, int default_timeout_ms)
+    : base_url_(std::move(base_url)), default_timeout_ms_(std::max(1, default_timeout_ms)) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  auto url = parseHttpUrl(base_url_);
+  if (url.isOk()) {
+    url_ = url.value();
+  } else {
+    status_ = url.status();
+  }
+}
+
+core::Result<core::HttpResponse> HttpClient::send(const core::HttpRequest& request,
+                                                  int timeout_ms) const {
+  if (!status_.isOk()) return status_;
+  const int timeout = timeout_ms > 0 ? timeout_ms : default_timeout_ms_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  const std::string what = request.method + " " + base_url_ + request.target;
+  auto failure = [&](const beast::error_code& ec, const std::string& step) {
+    if (ec == beast::error::timeout || ec == asio::error::operation_aborted) {
+      return Status(StatusCode::kUnavailable,
+                    what + ": timed out " + step + " after " + std::to_string(timeout) + " ms");
+    }
+    const int origin = ec.category() == boost::system::system_category() ? ec.value() : 0;
+    return Status(StatusCode::kUnavailable, what + ": " + step + ": " + ec.message(), origin);
+  };
+
+  asio::io_context ioc;
+  beast::error_code ec;
+
+  // Resolve (instant for a numeric address), bounded by the deadline like everything else.
+  tcp::resolver resolver(ioc);
+  tcp::resolver::results_type endpoints;
+  bool resolved = false;
+  resolver.async_resolve(url_.host, std::to_string(url_.port),
+                         [&](const beast::error_code& e, tcp::resolver::results_type results) {
+                           ec = e;
+                           endpoints = std::move(results);
+                           resolved = true;
+                         });
+  ioc.run_until(deadline);
+  if (!resolved) {
+    resolver.cancel();
+    ioc.restart();
+    ioc.run();
+    return failure(beast::error::timeout, "resolving " + url_.host);
+  }
+  if (ec) return failure(ec, "resolving " + url_.host);
+
+  beast::tcp_stream stream(ioc);
+  stream.expires_at(deadline);
+  stream.async_connect(endpoints,
+                       [&](const beast::error_code& e, const tcp::endpoint&) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) return failure(ec, "connecting");
+
+  bhttp::request<bhttp::string_body> message;
+  const bhttp::verb verb = bhttp::string_to_verb(request.method);
+  if (verb == bhttp::verb::unknown) {
+    message.method_string(request.method);
+  } else {
+    message.method(verb);
+  }
+  message.target(url_.base_path + request.target);
+  message.version(11);
+  const bool ipv6 = url_.host.find(':') != std::string::npos;
+  message.set(bhttp::field::host,
+              (ipv6 ? "[" + url_.host + "]" : url_.host) + ":" + std::to_string(url_.port));
+  message.set(bhttp::field::user_agent, kUserAgent);
+  for (const auto& [name, value] : request.headers) message.set(name, value);
+  if (!request.body.empty()) {
+    if (message.find(bhttp::field::content_type) == message.end()) {
+      message.set(bhttp::field::content_type, "application/json");
+    }
+    message.body() = request.body;
+  }
+  message.keep_alive(false);
+  message.prepare_payload();
+
+  bhttp::async_write(stream, message, [&](const beast::error_code& e, size_t) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) return failure(ec, "sending the request");
+
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(kResponseBodyLimit);
+  bhttp::async_read(stream, buffer, parser, [&](const beast::error_code& e, size_t) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) return failure(ec, "reading the response");
+
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.close();
+
+  auto reply = parser.release();
+  core::HttpResponse response;
+  response.status = static_cast<int>(reply.result_int());
+  response.content_type.clear();
+  for (const auto& field : reply) {
+    std::string name = lower(field.name_string());
+    std::string value(field.value().data(), field.value().size());
+    if (name == "content-type") response.content_type = value;
+    response.headers.emplace_back(std::move(name), std::move(value));
+  }
+  response.body = std::move(reply.body());
+  return response;
+}
+
+}  // namespace fabric_chaos::net
