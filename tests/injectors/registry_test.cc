@@ -30,14 +30,17 @@ class RegistryTest : public ::testing::Test {
 
 TEST_F(RegistryTest, ListsEveryKindSorted) {
   auto registry = make();
-  EXPECT_EQ(registry->kinds(), (std::vector<std::string>{"link_flap", "packet_loss"}));
+  EXPECT_EQ(registry->kinds(),
+            (std::vector<std::string>{"link_flap", "netem", "packet_loss"}));
   ASSERT_NE(registry->find("link_flap"), nullptr);
+  ASSERT_NE(registry->find("netem"), nullptr);
   ASSERT_NE(registry->find("packet_loss"), nullptr);
   EXPECT_EQ(registry->find("pfc_storm"), nullptr);
   auto capabilities = registry->capabilities();
-  ASSERT_EQ(capabilities.size(), 2u);
+  ASSERT_EQ(capabilities.size(), 3u);
   EXPECT_EQ(capabilities[0].kind, "link_flap");
-  EXPECT_EQ(capabilities[1].kind, "packet_loss");
+  EXPECT_EQ(capabilities[1].kind, "netem");
+  EXPECT_EQ(capabilities[2].kind, "packet_loss");
   for (const KindInfo& info : capabilities) EXPECT_FALSE(info.description.empty()) << info.kind;
 }
 
