@@ -30,6 +30,7 @@ struct RankSpec {
   int64_t peer_timeout_ms = 10000;
   int64_t reconnect_budget_ms = 30000;
   int64_t max_duration_ms = 600000;  // the rank exits by itself after this long
+  std::string transport = "tcp";     // "tcp" or "verbs" (RC QPs over an RDMA device)
 };
 
 // Receives what the ranks report. Called from the agent's reader threads.

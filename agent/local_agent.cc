@@ -215,7 +215,9 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
           "--reconnect-budget-ms",
           std::to_string(spec.reconnect_budget_ms),
           "--duration-s",
-          std::to_string((spec.max_duration_ms + 999) / 1000)};
+          std::to_string((spec.max_duration_ms + 999) / 1000),
+          "--transport",
+          spec.transport};
 }
 
 core::Result<std::unique_ptr<WorkloadHandle>> LocalAgent::startWorkload(

@@ -227,13 +227,10 @@ int serveMain(int argc, char** argv) {
   agent::LocalAgent local_agent(*registry, *launcher, {self_exe, state_dir + "/logs"});
   lab::DirectoryFabricCatalog catalog(state_dir);
   core::SteadyClock clock;
-  AppAgentDirectory agents(local_agent,
-                           [](const std::string& url,
-                              const std::string&) -> core::Result<std::unique_ptr<agent::Agent>> {
-                             return core::Status(
-                                 core::StatusCode::kNotSupported,
-                                 "remote agents are not supported by this build (" + url + ")");
-                           });
+  // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
+  AppAgentDirectory agents(local_agent, [](const std::string& url, const std::string& token) {
+    return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
+  });
   scenarios::Engine engine({store.get(), &agents, &catalog, &clock}, {});
 
   auto recovery = engine.recoverAtStartup();
@@ -311,8 +308,10 @@ int serveMain(int argc, char** argv) {
     auto record = store->getScenario(*demo);
     auto scenario = record.isOk() ? scenarios::parseScenario(record->document)
                                   : core::Result<scenarios::Scenario>(record.status());
-    auto run_id = scenario.isOk() ? engine.submit(*scenario, "netns-lab")
-                                  : core::Result<int64_t>(scenario.status());
+    auto run_id =
+        scenario.isOk()
+            ? engine.submit(*scenario, scenario->fabric.empty() ? "netns-lab" : scenario->fabric)
+            : core::Result<int64_t>(scenario.status());
     if (!run_id.isOk()) {
       std::cerr << "fabric-chaos serve: cannot start scenario " << *demo << ": "
                 << run_id.status().message() << "\n";

@@ -192,7 +192,7 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
 Status parseInto(const json& doc, Scenario& out) {
   FC_RETURN_IF_ERROR(
       checkRoot(doc, "scenario",
-                {"version", "name", "description", "workload", "baseline_ms", "steps",
+                {"version", "name", "description", "fabric", "workload", "baseline_ms", "steps",
                  "recovery_ms", "tolerance", "recovered_after", "max_duration_ms", "gates"}));
   const json* version = find(doc, "version");
   if (version == nullptr) return invalid("version", "required");
@@ -209,6 +209,7 @@ Status parseInto(const json& doc, Scenario& out) {
                                "starting with a letter or digit");
   }
   FC_RETURN_IF_ERROR(readString(doc, "", "description", out.description));
+  FC_RETURN_IF_ERROR(readString(doc, "", "fabric", out.fabric));
 
   if (const json* workload = find(doc, "workload")) {
     FC_RETURN_IF_ERROR(parseWorkload(*workload, "workload", out.workload));
@@ -309,23 +310,25 @@ json toJson(const Scenario& scenario) {
   if (scenario.gates.max_recovery_ms) gates["max_recovery_ms"] = *scenario.gates.max_recovery_ms;
   if (scenario.gates.min_retained) gates["min_retained"] = *scenario.gates.min_retained;
   const WorkloadSpec& w = scenario.workload;
-  return {{"version", scenario.version},
-          {"name", scenario.name},
-          {"description", scenario.description},
-          {"workload",
-           {{"transport", w.transport},
-            {"hosts", w.hosts},
-            {"message_bytes", w.message_bytes},
-            {"compute_ms", w.compute_ms},
-            {"peer_timeout_ms", w.peer_timeout_ms},
-            {"reconnect_budget_ms", w.reconnect_budget_ms}}},
-          {"baseline_ms", scenario.baseline_ms},
-          {"steps", std::move(steps)},
-          {"recovery_ms", scenario.recovery_ms},
-          {"tolerance", scenario.tolerance},
-          {"recovered_after", scenario.recovered_after},
-          {"max_duration_ms", scenario.max_duration_ms},
-          {"gates", std::move(gates)}};
+  json doc = {{"version", scenario.version},
+              {"name", scenario.name},
+              {"description", scenario.description},
+              {"workload",
+               {{"transport", w.transport},
+                {"hosts", w.hosts},
+                {"message_bytes", w.message_bytes},
+                {"compute_ms", w.compute_ms},
+                {"peer_timeout_ms", w.peer_timeout_ms},
+                {"reconnect_budget_ms", w.reconnect_budget_ms}}},
+              {"baseline_ms", scenario.baseline_ms},
+              {"steps", std::move(steps)},
+              {"recovery_ms", scenario.recovery_ms},
+              {"tolerance", scenario.tolerance},
+              {"recovered_after", scenario.recovered_after},
+              {"max_duration_ms", scenario.max_duration_ms},
+              {"gates", std::move(gates)}};
+  if (!scenario.fabric.empty()) doc["fabric"] = scenario.fabric;
+  return doc;
 }
 
 }  // namespace fabric_chaos::scenarios

@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -43,8 +42,8 @@ struct WorkloadSpec {
   std::string transport = "tcp";   // "tcp" now; "verbs" on the VM lab
   std::vector<std::string> hosts;  // empty = every host of the fabric
   int64_t message_bytes = 1 << 20;
-  int64_t compute_ms = 5;          // simulated compute between collectives
-  int64_t peer_timeout_ms = 10000; // a silent peer is reconnected after this long
+  int64_t compute_ms = 5;               // simulated compute between collectives
+  int64_t peer_timeout_ms = 10000;      // a silent peer is reconnected after this long
   int64_t reconnect_budget_ms = 30000;  // a rank gives up after reconnecting this long
 };
 
@@ -59,12 +58,14 @@ struct Scenario {
   int version = 1;
   std::string name;
   std::string description;
+  std::string fabric;  // the fabric it is written for (its selectors name that fabric's hosts);
+                       // "" = the server's default. A run request may still name another.
   WorkloadSpec workload;
   int64_t baseline_ms = 3000;
   std::vector<FaultStep> steps;
   int64_t recovery_ms = 5000;
-  double tolerance = 0.10;   // "recovered" = busbw within this fraction of baseline
-  int recovered_after = 5;   // ... for this many consecutive iterations
+  double tolerance = 0.10;  // "recovered" = busbw within this fraction of baseline
+  int recovered_after = 5;  // ... for this many consecutive iterations
   int64_t max_duration_ms = 600000;
   Gates gates;
 

@@ -343,6 +343,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
       spec.compute_ms = scenario.workload.compute_ms;
       spec.peer_timeout_ms = scenario.workload.peer_timeout_ms;
       spec.reconnect_budget_ms = scenario.workload.reconnect_budget_ms;
+      spec.transport = scenario.workload.transport;
       // The engine stops the ranks itself; their own limit only guards against a lost engine.
       spec.max_duration_ms = scenario.max_duration_ms + 60000;
       ranks.push_back(spec);

@@ -99,7 +99,12 @@ Response createRun(Context& ctx, const Call& call) {
                                     it->type_name()));
   }
 
+  // The request's fabric, else the one the scenario is written for, else the server's default.
   std::string fabric_name = ctx.deps.default_fabric;
+  if (auto f = document.find("fabric");
+      f != document.end() && f->is_string() && !f->get<std::string>().empty()) {
+    fabric_name = f->get<std::string>();
+  }
   if (auto f = request.find("fabric"); f != request.end()) {
     if (!f->is_string() || f->get<std::string>().empty()) {
       return errorResponse(

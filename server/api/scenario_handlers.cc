@@ -40,9 +40,11 @@ core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const json& doc
                                                    const std::string& fabric_name) {
   auto scenario = scenarios::parseScenario(document);
   if (!scenario) return scenario.status();
+  // A scenario written for another fabric is validated against that one when it is registered.
+  const std::string fabric_for = scenario->fabric.empty() ? fabric_name : scenario->fabric;
   scenarios::KindCatalog catalog = ctx.deps.kinds ? ctx.deps.kinds() : scenarios::KindCatalog{};
   if (ctx.deps.fabrics != nullptr) {
-    auto fabric = ctx.deps.fabrics->get(fabric_name);
+    auto fabric = ctx.deps.fabrics->get(fabric_for);
     if (fabric) {
       FC_RETURN_IF_ERROR(scenarios::validateForFabric(scenario.value(), fabric.value(), catalog));
       return scenario;

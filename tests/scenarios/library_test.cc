@@ -65,8 +65,37 @@ Fabric netnsLab() {
   return fabric;
 }
 
-// The parameters docs/scenarios.md documents for the two kinds, checked as an injector would.
+// What `fabric-chaos lab up --kind vm --hosts 2` describes: vm0, vm1 behind remote agents.
+Fabric vmLab() {
+  Fabric fabric;
+  fabric.name = "vm-lab";
+  fabric.kind = "vm";
+  Switch sw{"sw0", "fcv-sw0", "br0", {}, {}};
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "vm" + std::to_string(i);
+    fabric.hosts.push_back(Host{name,
+                                "",
+                                "http://127.0.0.1:710" + std::to_string(i),
+                                {{"eth0", "10.201.0." + std::to_string(i + 1)}},
+                                {{"rack", "r0"}},
+                                "/run/fabric-chaos/vm/agent.token"});
+    sw.ports.push_back("fcv-tap" + std::to_string(i));
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "fcv-tap" + std::to_string(i)});
+  }
+  fabric.switches.push_back(sw);
+  return fabric;
+}
+
+// The parameters docs/scenarios.md documents for the kinds, checked as an injector would.
 Status checkParams(const std::string& kind, const json& params) {
+  if (kind == "netem") {
+    // The netem injector's own table tests cover its parameters; here: known names only.
+    const std::set<std::string> netem{"delay_ms", "jitter_ms", "loss_percent", "rate_kbit"};
+    for (const auto& [key, value] : params.items()) {
+      if (netem.count(key) == 0) return Status(StatusCode::kInvalidArgument, key + ": unknown");
+    }
+    return Status::ok();
+  }
   const std::set<std::string> allowed =
       kind == "link_flap" ? std::set<std::string>{"down_ms", "up_ms", "count"}
                           : std::set<std::string>{"percent", "direction", "correlation"};
@@ -88,7 +117,7 @@ Status checkParams(const std::string& kind, const json& params) {
   return Status::ok();
 }
 
-KindCatalog catalog() { return KindCatalog{{"link_flap", "packet_loss"}, checkParams}; }
+KindCatalog catalog() { return KindCatalog{{"link_flap", "netem", "packet_loss"}, checkParams}; }
 
 Scenario load(const std::string& file) {
   auto parsed = parseScenario(readJson(libraryDir() / file));
@@ -107,13 +136,18 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
     ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
     EXPECT_EQ(parsed->name, entry.path().stem().string());
     EXPECT_FALSE(parsed->description.empty());
-    Status st = validateForFabric(parsed.value(), netnsLab(), catalog());
+    // Each scenario is checked against the lab it is written for.
+    const Fabric fabric = parsed->fabric == "vm-lab" ? vmLab() : netnsLab();
+    EXPECT_TRUE(parsed->fabric.empty() || parsed->fabric == fabric.name) << parsed->fabric;
+    Status st = validateForFabric(parsed.value(), fabric, catalog());
     EXPECT_TRUE(st.isOk()) << st.toString();
-    EXPECT_TRUE(planFaults(parsed.value(), netnsLab()).isOk());
+    EXPECT_TRUE(planFaults(parsed.value(), fabric).isOk());
     names.insert(parsed->name);
   }
   EXPECT_TRUE(names.count("link-flap"));
   EXPECT_TRUE(names.count("packet-loss"));
+  EXPECT_TRUE(names.count("netem-delay"));
+  EXPECT_TRUE(names.count("roce-loss"));
 }
 
 void expectCommonWorkload(const Scenario& s) {

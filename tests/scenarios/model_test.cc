@@ -389,3 +389,25 @@ TEST(PlannedDurationTest, Table) {
 
 }  // namespace
 }  // namespace fabric_chaos::scenarios
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+TEST(ParseScenarioTest, FabricNamesTheLabAScenarioIsWrittenFor) {
+  json doc = {{"version", 1}, {"name", "on-vms"}, {"fabric", "vm-lab"}};
+  auto parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->fabric, "vm-lab");
+  EXPECT_EQ(toJson(parsed.value())["fabric"], "vm-lab");
+  // Absent: the server's default, and nothing is written back.
+  auto plain = parseScenario(json{{"version", 1}, {"name", "plain"}});
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_TRUE(plain->fabric.empty());
+  EXPECT_FALSE(toJson(plain.value()).contains("fabric"));
+  auto bad = parseScenario(json{{"version", 1}, {"name", "x"}, {"fabric", 3}});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().message().rfind("fabric:", 0), 0u) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios
