@@ -15,6 +15,7 @@
 #include "workload/report.h"
 #include "workload/ring.h"
 #include "workload/sys/tcp_ring.h"
+#include "workload/sys/verbs_ring.h"
 
 namespace fabric_chaos::workload {
 namespace {
@@ -180,12 +181,100 @@ bool computePhase(int64_t compute_ms, const std::atomic<bool>& stop) {
   }
 }
 
+// The ring transport under the rank loop: TCP sockets or verbs RC QPs. Both fail the same way
+// (a Status from sendRecv, then disconnect and form again), so the loop below and the report
+// stream are the same for both; only the peer_lost detail differs (verbs adds wc_status and
+// cm_event).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual RingLink* link() = 0;
+  virtual Result<uint32_t> form(uint32_t epoch, int64_t deadline_ns) = 0;
+  virtual void disconnect() = 0;
+  // Fills the transport's fields of a peer_lost event: "reason", and for verbs "wc_status" and
+  // "cm_event" when there is one.
+  virtual void describeFailure(const Status& status, json* detail) = 0;
+};
+
+class TcpTransport : public Transport {
+ public:
+  explicit TcpTransport(std::unique_ptr<TcpRing> ring) : ring_(std::move(ring)) {}
+  RingLink* link() override { return ring_.get(); }
+  Result<uint32_t> form(uint32_t epoch, int64_t deadline_ns) override {
+    return ring_->form(epoch, deadline_ns);
+  }
+  void disconnect() override { ring_->disconnect(); }
+  void describeFailure(const Status& status, json* detail) override {
+    (*detail)["reason"] = failureReason(status);
+  }
+
+ private:
+  std::unique_ptr<TcpRing> ring_;
+};
+
+class VerbsTransport : public Transport {
+ public:
+  explicit VerbsTransport(std::unique_ptr<VerbsRing> ring) : ring_(std::move(ring)) {}
+  RingLink* link() override { return ring_.get(); }
+  Result<uint32_t> form(uint32_t epoch, int64_t deadline_ns) override {
+    return ring_->form(epoch, deadline_ns);
+  }
+  void disconnect() override { ring_->disconnect(); }
+  void describeFailure(const Status& status, json* detail) override {
+    const LinkFailure& failure = ring_->lastFailure();
+    (*detail)["reason"] = failure.reason.empty() ? failureReason(status) : failure.reason;
+    if (!failure.wc_status.empty()) (*detail)["wc_status"] = failure.wc_status;
+    if (!failure.cm_event.empty()) (*detail)["cm_event"] = failure.cm_event;
+  }
+
+ private:
+  std::unique_ptr<VerbsRing> ring_;
+};
+
+// Listens on --listen with the chosen transport.
+Result<std::unique_ptr<Transport>> listenTransport(const RankOptions& options,
+                                                   const std::atomic<bool>& stop,
+                                                   const RankHooks& hooks) {
+  if (options.transport == "verbs") {
+    VerbsRingOptions verbs;
+    verbs.rank = options.rank;
+    verbs.world = options.world;
+    verbs.listen_addr = options.listen_addr;
+    verbs.listen_port = options.listen_port;
+    verbs.next_addr = options.next_addr;
+    verbs.next_port = options.next_port;
+    verbs.peer_timeout_ms = options.peer_timeout_ms;
+    // One ring step is one message: the largest chunk (the first) fits one slot.
+    const auto count = static_cast<size_t>(options.message_bytes / 4);
+    verbs.slot_bytes = ringChunk(count, options.world, 0).count * sizeof(float);
+    verbs.stop = &stop;
+    verbs.abort_connections = hooks.abort_connections;
+    auto listening = VerbsRing::listen(verbs);
+    if (!listening.isOk()) return listening.status();
+    return std::unique_ptr<Transport>(
+        std::make_unique<VerbsTransport>(std::move(listening.value())));
+  }
+  TcpRingOptions tcp;
+  tcp.rank = options.rank;
+  tcp.world = options.world;
+  tcp.listen_addr = options.listen_addr;
+  tcp.listen_port = options.listen_port;
+  tcp.next_addr = options.next_addr;
+  tcp.next_port = options.next_port;
+  tcp.peer_timeout_ms = options.peer_timeout_ms;
+  tcp.stop = &stop;
+  tcp.abort_connections = hooks.abort_connections;
+  auto listening = TcpRing::listen(tcp);
+  if (!listening.isOk()) return listening.status();
+  return std::unique_ptr<Transport>(std::make_unique<TcpTransport>(std::move(listening.value())));
+}
+
 }  // namespace
 
 std::string rankUsage() {
   return "usage: fabric-chaos workload --rank N --world N [options]\n"
-         "  One rank of a ring allreduce (float32 sum) over TCP, timed per iteration; report\n"
-         "  lines (JSON) go to stdout.\n"
+         "  One rank of a ring allreduce (float32 sum) over TCP or RDMA verbs, timed per\n"
+         "  iteration; report lines (JSON) go to stdout.\n"
          "  --rank N                  this rank, 0 <= N < world (required)\n"
          "  --world N                 number of ranks in the ring (required)\n"
          "  --listen ADDR:PORT        where this rank accepts its previous rank (world > 1)\n"
@@ -197,16 +286,15 @@ std::string rankUsage() {
          "  --reconnect-budget-ms N   give up re-forming the ring after this long (default 30000)\n"
          "  --duration-s N            stop after this long (default 600)\n"
          "  --flush-ms N              how often samples are written out (default 100)\n"
-         "  --transport tcp|verbs     (default tcp; verbs needs rdma-core devices)\n"
+         "  --transport tcp|verbs     (default tcp; verbs runs over RC QPs and needs an RDMA\n"
+         "                            device, e.g. Soft-RoCE: rdma link add rxe0 type rxe ...)\n"
          "  Addresses are numeric IPv4 or IPv6 ([::1]:5000); names are not resolved.\n";
 }
 
 Status validateRankOptions(const RankOptions& o) {
-  if (o.transport == "verbs") {
-    return Status(StatusCode::kNotSupported,
-                  "the verbs transport needs rdma-core devices; run it on the VM lab");
+  if (o.transport != "tcp" && o.transport != "verbs") {
+    return invalid("--transport must be tcp or verbs, got " + o.transport);
   }
-  if (o.transport != "tcp") return invalid("--transport must be tcp or verbs, got " + o.transport);
   if (o.world < 1 || o.world > kMaxWorld) {
     return invalid("--world must be between 1 and " + std::to_string(kMaxWorld));
   }
@@ -332,20 +420,10 @@ int runRank(const RankOptions& options, std::ostream& out, const std::atomic<boo
   for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>((i + options.rank) % 16);
   RingAllreduce allreduce(options.rank, options.world, count);
 
-  std::unique_ptr<TcpRing> ring;
+  std::unique_ptr<Transport> ring;
   uint32_t epoch = 1;
   if (options.world > 1) {
-    TcpRingOptions tcp;
-    tcp.rank = options.rank;
-    tcp.world = options.world;
-    tcp.listen_addr = options.listen_addr;
-    tcp.listen_port = options.listen_port;
-    tcp.next_addr = options.next_addr;
-    tcp.next_port = options.next_port;
-    tcp.peer_timeout_ms = options.peer_timeout_ms;
-    tcp.stop = &stop;
-    tcp.abort_connections = hooks.abort_connections;
-    auto listening = TcpRing::listen(tcp);
+    auto listening = listenTransport(options, stop, hooks);
     if (!listening.isOk()) {
       report.event(kEventRankError, {{"reason", "listen_failed"},
                                      {"message", listening.status().toString()},
@@ -378,7 +456,7 @@ int runRank(const RankOptions& options, std::ostream& out, const std::atomic<boo
       if (!computePhase(options.compute_ms, stop)) break;
     }
     const int64_t t0 = core::steadyNowNs();
-    Status status = allreduce.run(input.data(), output.data(), ring.get());
+    Status status = allreduce.run(input.data(), output.data(), ring ? ring->link() : nullptr);
     const int64_t t1 = core::steadyNowNs();
     if (status.isOk()) {
       report.sample({iteration, t0, t1 - t0, options.message_bytes});
@@ -390,12 +468,9 @@ int runRank(const RankOptions& options, std::ostream& out, const std::atomic<boo
 
     // The ring is broken: drop both connections so that the neighbours notice too, re-form it
     // and restart this iteration. Its partial time is reported as a stall, not as a sample.
-    report.event(kEventPeerLost,
-                 {{"reason", failureReason(status)},
-                  {"message", status.toString()},
-                  {"iteration", iteration},
-                  {"epoch", epoch}},
-                 t1);
+    json lost = {{"message", status.toString()}, {"iteration", iteration}, {"epoch", epoch}};
+    ring->describeFailure(status, &lost);
+    report.event(kEventPeerLost, lost, t1);
     ring->disconnect();
     const int64_t give_up_ns = t1 + budget_ns;
     auto formed = ring->form(epoch + 1, std::min(give_up_ns, run_end_ns));

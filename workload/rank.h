@@ -38,8 +38,7 @@ struct RankOptions {
 core::Result<RankOptions> parseRankArgs(int argc, char** argv);
 std::string rankUsage();
 
-// Checks what parseRankArgs checks, for options built in code. kInvalidArgument naming the flag,
-// kNotSupported for the verbs transport.
+// Checks what parseRankArgs checks, for options built in code. kInvalidArgument naming the flag.
 core::Status validateRankOptions(const RankOptions& options);
 
 // Runs the rank, writing report lines (workload/report.h) to out; the last line is always done.

@@ -37,7 +37,8 @@ struct ReportLine {
 
 // Event kinds a rank emits (ReportLine::kind), with their detail fields:
 //   peer_lost   {"reason": "eof|connection_reset|broken_pipe|timeout|aborted|error",
-//                "message": "...", "iteration": i, "epoch": e}
+//                "message": "...", "iteration": i, "epoch": e}; verbs ranks add
+//                "wc_status" (ibv_wc_status_str) and "cm_event" when they have one
 //   reconnected {"after_ms": ms since peer_lost, "epoch": e}
 //   stall       {"iteration": i, "start_ns": iteration start, "duration_ms": to reconnection}
 //   rank_error  {"reason": "...", "iteration": i}  (the rank then writes done and exits non-zero)
