@@ -14,13 +14,9 @@
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "app/cli.h"
+#include "app/local_stack.h"
 #include "app/version.h"
 #include "core/log.h"
-#include "injectors/registry.h"
-#include "injectors/sys/links.h"
-#include "injectors/sys/nftables.h"
-#include "injectors/sys/process.h"
-#include "injectors/sys/qdisc.h"
 #include "server/http/server.h"
 
 namespace fabric_chaos::app {
@@ -149,20 +145,10 @@ int agentMain(int argc, char** argv) {
   }
 
   // Signals are taken synchronously by the main thread; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = blockStopSignals();
 
-  auto links = sys::makeNetlinkLinkControl();
-  auto nftables = sys::makeLibNftables();
-  auto qdiscs = sys::makeNetlinkQdiscs();
-  auto registry = injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()});
-  auto launcher = sys::makeForkExecLauncher();
-  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  agent::LocalAgent local_agent(*registry, *launcher, {self_exe, log_dir});
+  LocalStack stack(selfExePath(), log_dir);
+  agent::LocalAgent& local_agent = stack.local_agent;
   auto probe = agent::makeSystemHostProbe();
 
   agent::AgentServiceOptions options;

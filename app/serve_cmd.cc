@@ -16,15 +16,11 @@
 #include "app/agent_directory.h"
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"
+#include "app/local_stack.h"
 #include "app/version.h"
 #include "core/log.h"
 #include "core/steady_clock.h"
-#include "injectors/registry.h"
 #include "injectors/sys/command.h"
-#include "injectors/sys/links.h"
-#include "injectors/sys/nftables.h"
-#include "injectors/sys/process.h"
-#include "injectors/sys/qdisc.h"
 #include "lab/fabric_catalog.h"
 #include "lab/netns_lab.h"
 #include "scenarios/engine/engine.h"
@@ -192,12 +188,7 @@ int serveMain(int argc, char** argv) {
   http_options.web_root = web_root;
 
   // Signals are taken synchronously by the main thread; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  blockStopSignals();
 
   std::error_code ec;
   if (auto parent = std::filesystem::path(db_path).parent_path(); !parent.empty()) {
@@ -218,13 +209,8 @@ int serveMain(int argc, char** argv) {
     }
   }
 
-  auto links = sys::makeNetlinkLinkControl();
-  auto nftables = sys::makeLibNftables();
-  auto qdiscs = sys::makeNetlinkQdiscs();
-  auto registry = injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()});
-  auto launcher = sys::makeForkExecLauncher();
-  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  agent::LocalAgent local_agent(*registry, *launcher, {self_exe, state_dir + "/logs"});
+  LocalStack stack(selfExePath(), state_dir + "/logs");
+  agent::LocalAgent& local_agent = stack.local_agent;
   lab::DirectoryFabricCatalog catalog(state_dir);
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
@@ -274,7 +260,7 @@ int serveMain(int argc, char** argv) {
   deps.capabilities = [&] { return local_agent.capabilities(); };
   deps.kinds = [&] {
     scenarios::KindCatalog kinds;
-    kinds.kinds = registry->kinds();
+    kinds.kinds = stack.registry->kinds();
     kinds.validate_params = [&](const std::string& kind, const nlohmann::json& params) {
       return local_agent.validateFault(kind, params);
     };

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "lab/lab_common.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -14,6 +14,10 @@ using core::StatusCode;
 
 std::string switchNs(const LabOptions& o) { return o.prefix + "-sw0"; }
 std::string hostNs(const LabOptions& o, int i) { return o.prefix + "-h" + std::to_string(i); }
+
+constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPermissionDenied},
+                                     {"not supported", StatusCode::kNotSupported},
+                                     {"Unknown device type", StatusCode::kNotSupported}};
 
 }  // namespace
 
@@ -53,41 +57,15 @@ NetnsLab::NetnsLab(sys::CommandRunner& runner, LabOptions options)
     : runner_(runner), options_(std::move(options)) {}
 
 std::string NetnsLab::fabricFile() const {
-  return options_.state_dir + "/fabrics/" + options_.name + ".json";
+  return fabricFilePath(options_.state_dir, options_.name);
 }
 
 Status NetnsLab::ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto result = runner_.run(argv);
-  if (!result.isOk()) return result.status();
-  if (result->exit_code != 0) {
-    std::string err = result->err;
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-    StatusCode code = StatusCode::kInternal;
-    if (err.find("Operation not permitted") != std::string::npos) {
-      code = StatusCode::kPermissionDenied;
-    } else if (err.find("not supported") != std::string::npos ||
-               err.find("Unknown device type") != std::string::npos) {
-      code = StatusCode::kNotSupported;
-    }
-    return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
-  }
-  return Status::ok();
+  return runIp(runner_, args, kIpErrors);
 }
 
 core::Result<std::vector<std::string>> NetnsLab::listOwnNamespaces() {
-  auto result = runner_.run({"ip", "netns", "list"});
-  if (!result.isOk()) return result.status();
-  std::vector<std::string> names;
-  std::istringstream lines(result->out);
-  std::string line;
-  const std::string own = options_.prefix + "-";
-  while (std::getline(lines, line)) {
-    std::string name = line.substr(0, line.find(' '));
-    if (name.rfind(own, 0) == 0) names.push_back(name);
-  }
-  return names;
+  return namespacesWithPrefix(runner_, options_.prefix + "-");
 }
 
 core::Result<LabStatus> NetnsLab::status() {
@@ -97,12 +75,7 @@ core::Result<LabStatus> NetnsLab::status() {
   st.fabric_file = fabricFile();
   // The lab on disk knows its own size; `lab status` need not be told --hosts again.
   LabOptions expected = options_;
-  if (std::ifstream in(st.fabric_file); in) {
-    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_discarded() && doc.contains("hosts") && doc["hosts"].is_array()) {
-      expected.hosts = static_cast<int>(doc["hosts"].size());
-    }
-  }
+  expected.hosts = hostsInFabricFile(st.fabric_file, options_.hosts);
   for (const auto& ns : labNamespaces(expected)) {
     bool found = false;
     for (const auto& p : *present) found = found || p == ns;
@@ -143,20 +116,9 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
 
   const std::string sw = switchNs(options_);
   progress("creating switch namespace " + sw + " with bridge br0");
-  if (Status s = ip({"netns", "add", sw}); !s.isOk()) {
-    if (s.code() == StatusCode::kPermissionDenied) {
-      return Status(StatusCode::kPermissionDenied,
-                    "cannot create network namespaces here (" + s.message() + ")");
-    }
-    return s;
-  }
+  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
   auto build = [&]() -> Status {
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "lo", "up"}));
-    // STP off and forward_delay 0: a port that comes back up forwards at once, so recovery
-    // time measures the fabric and the workload, not the bridge's listening/learning states.
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-                           "forward_delay", "0", "mcast_snooping", "0"}));
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "br0", "up"}));
+    FC_RETURN_IF_ERROR(addSwitchBridge(runner_, sw, kIpErrors));
     for (int i = 0; i < options_.hosts; ++i) {
       const auto& host = fabric.hosts[static_cast<size_t>(i)];
       const std::string port = "p" + std::to_string(i);
@@ -174,22 +136,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
           ip({"-n", host.netns, "addr", "add", host.nics[0].address + "/24", "dev", "eth0"}));
       FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "eth0", "up"}));
     }
-    std::error_code ec;
-    std::filesystem::create_directories(options_.state_dir + "/fabrics", ec);
-    if (ec) {
-      return Status(StatusCode::kInternal,
-                    "cannot create " + options_.state_dir + "/fabrics: " + ec.message());
-    }
-    const std::string tmp = fabricFile() + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << scenarios::toJson(fabric).dump(2) << "\n";
-      if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
-    }
-    std::filesystem::rename(tmp, fabricFile(), ec);
-    if (ec)
-      return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
-    return Status::ok();
+    return writeFabricFile(options_.state_dir, options_.name, fabric);
   };
   if (Status s = build(); !s.isOk()) {
     // Never leave half a lab behind.

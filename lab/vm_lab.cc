@@ -14,9 +14,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
+
+#include "lab/lab_common.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -28,6 +31,11 @@ namespace fs = std::filesystem;
 std::string switchNs(const VmLabOptions& o) { return o.prefix + "-sw0"; }
 std::string tapName(const VmLabOptions& o, int i) { return o.prefix + "-tap" + std::to_string(i); }
 std::string qemuName(const VmLabOptions& o, int i) { return o.prefix + "-vm" + std::to_string(i); }
+
+constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPermissionDenied},
+                                     {"not supported", StatusCode::kNotSupported},
+                                     {"does not exist", StatusCode::kNotFound},
+                                     {"Cannot find device", StatusCode::kNotFound}};
 
 std::string macAddress(const char* prefix, int i) {
   char buffer[32];
@@ -55,6 +63,17 @@ std::string hiddenInGuest(const std::string& path) {
   }
   return "";
 }
+
+}  // namespace
+
+std::string guestShareRoot(const std::string& path) {
+  const std::string hidden = hiddenInGuest(path);
+  if (hidden.empty() || path.size() <= hidden.size() + 1) return "";
+  const size_t end = path.find('/', hidden.size() + 1);
+  return end == std::string::npos ? path : path.substr(0, end);
+}
+
+namespace {
 
 // A running (not zombie) process.
 bool alive(pid_t pid) {
@@ -190,6 +209,9 @@ std::string kernelCommandLine(const VmLabOptions& options, int index) {
   line += " fc.ip=" + options.subnet + "." + std::to_string(index + 1) + "/24";
   line += " fc.rxe=1";
   line += " fc.shares=fcstate:" + vmDir(options);
+  for (size_t i = 0; i < options.shares.size(); ++i) {
+    line += ",fcshare" + std::to_string(i) + ":" + options.shares[i];
+  }
   if (!options.agent_command.empty()) line += " fc.agent=" + base64Encode(options.agent_command);
   return line;
 }
@@ -197,7 +219,7 @@ std::string kernelCommandLine(const VmLabOptions& options, int index) {
 std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
   const std::string i = std::to_string(index);
   const std::string name = qemuName(options, index);
-  return {
+  std::vector<std::string> argv = {
       options.qemu,
       "-name",
       name,
@@ -247,6 +269,12 @@ std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
       "-virtfs",
       "local,path=" + vmDir(options) + ",mount_tag=fcstate,security_model=passthrough,readonly=on",
   };
+  for (size_t i = 0; i < options.shares.size(); ++i) {
+    argv.push_back("-virtfs");
+    argv.push_back("local,path=" + options.shares[i] + ",mount_tag=fcshare" + std::to_string(i) +
+                   ",security_model=passthrough,readonly=on");
+  }
+  return argv;
 }
 
 bool httpAnswers(int port, int timeout_ms) {
@@ -277,40 +305,14 @@ VmLab::VmLab(sys::CommandRunner& runner, VmLabOptions options, PortProbe probe)
   if (!probe_) probe_ = [](int port) { return httpAnswers(port); };
 }
 
-std::string VmLab::fabricFile() const {
-  return options_.state_dir + "/fabrics/" + options_.name + ".json";
-}
+std::string VmLab::fabricFile() const { return fabricFilePath(options_.state_dir, options_.name); }
 
-Status VmLab::ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto result = runner_.run(argv);
-  if (!result.isOk()) return result.status();
-  if (result->exit_code != 0) {
-    std::string err = trimRight(result->err);
-    StatusCode code = StatusCode::kInternal;
-    if (err.find("Operation not permitted") != std::string::npos) {
-      code = StatusCode::kPermissionDenied;
-    } else if (err.find("not supported") != std::string::npos) {
-      code = StatusCode::kNotSupported;
-    } else if (err.find("does not exist") != std::string::npos ||
-               err.find("Cannot find device") != std::string::npos) {
-      code = StatusCode::kNotFound;
-    }
-    return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
-  }
-  return Status::ok();
-}
+Status VmLab::ip(const std::vector<std::string>& args) { return runIp(runner_, args, kIpErrors); }
 
 bool VmLab::switchPresent() {
-  auto result = runner_.run({"ip", "netns", "list"});
-  if (!result.isOk()) return false;
-  std::istringstream lines(result->out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.substr(0, line.find(' ')) == switchNs(options_)) return true;
-  }
-  return false;
+  auto names = namespacesWithPrefix(runner_, switchNs(options_));
+  if (!names.isOk()) return false;
+  return std::find(names->begin(), names->end(), switchNs(options_)) != names->end();
 }
 
 std::vector<pid_t> VmLab::labProcesses() {
@@ -340,13 +342,7 @@ std::vector<pid_t> VmLab::labProcesses() {
 core::Result<VmLabStatus> VmLab::status() {
   VmLabStatus st;
   st.fabric_file = fabricFile();
-  st.hosts = options_.hosts;
-  if (std::ifstream in(st.fabric_file); in) {
-    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_discarded() && doc.contains("hosts") && doc["hosts"].is_array()) {
-      st.hosts = static_cast<int>(doc["hosts"].size());
-    }
-  }
+  st.hosts = hostsInFabricFile(st.fabric_file, options_.hosts);
   st.switch_present = switchPresent();
   for (int i = 0; i < st.hosts; ++i) {
     // A pid file can outlive its qemu, and the pid be reused: check what runs there.
@@ -357,6 +353,39 @@ core::Result<VmLabStatus> VmLab::status() {
   }
   st.up = st.switch_present && st.missing_vms.empty() && fs::exists(st.fabric_file);
   return st;
+}
+
+// A tree under /tmp (a CI clone) is hidden by the guests' private tmpfs. The guest init script
+// runs before any share is mounted, so it is copied next to the kernel; the binary's tree is
+// shared read-only at its own path.
+Status VmLab::makeVisibleToGuests() {
+  if (!guestShareRoot(options_.guest_init).empty() && fs::exists(options_.guest_init)) {
+    const std::string script = readFile(options_.guest_init);
+    const std::string copy = options_.cache_dir + "/guest-init-" +
+                             std::to_string(std::hash<std::string>{}(script)) + ".sh";
+    if (!fs::exists(copy)) {
+      const std::string tmp = copy + ".tmp" + std::to_string(getpid());
+      {
+        std::ofstream out(tmp);
+        out << script;
+        if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
+      }
+      fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+      std::error_code ec;
+      fs::rename(tmp, copy, ec);
+      if (ec) return Status(StatusCode::kInternal, "cannot write " + copy + ": " + ec.message());
+    }
+    options_.guest_init = copy;
+  }
+  for (const std::string& path : {options_.binary}) {
+    const std::string root = guestShareRoot(path);
+    if (!root.empty() &&
+        std::find(options_.shares.begin(), options_.shares.end(), root) == options_.shares.end()) {
+      options_.shares.push_back(root);
+    }
+  }
+  return Status::ok();
 }
 
 Status VmLab::checkPrerequisites() {
@@ -400,13 +429,20 @@ Status VmLab::checkPrerequisites() {
                     "the " + what + " " + (path.empty() ? "(none given)" : path) +
                         " does not exist or is not an absolute path");
     }
-    if (std::string dir = hiddenInGuest(path); !dir.empty()) {
+    const std::string root = guestShareRoot(path);
+    const bool shared =
+        std::find(options_.shares.begin(), options_.shares.end(), root) != options_.shares.end();
+    if (!root.empty() && !shared) {
       return Status(StatusCode::kFailedPrecondition,
-                    "the VMs cannot see the " + what + " " + path + ": their " + dir +
-                        " is private; use a copy outside /tmp, /run and /var/tmp");
+                    "the VMs cannot see the " + what + " " + path + ": their " +
+                        hiddenInGuest(path) +
+                        " is private; use a copy outside /tmp, /run and "
+                        "/var/tmp");
     }
   }
-  for (const std::string& path : {cache, options_.state_dir, options_.guest_init}) {
+  std::vector<std::string> paths_on_cmdline{cache, options_.state_dir, options_.guest_init};
+  paths_on_cmdline.insert(paths_on_cmdline.end(), options_.shares.begin(), options_.shares.end());
+  for (const std::string& path : paths_on_cmdline) {
     if (path.find_first_of(", \t\n") != std::string::npos) {
       return Status(StatusCode::kInvalidArgument, "the VM lab cannot use " + path +
                                                       ": qemu options and the kernel command line "
@@ -443,22 +479,7 @@ Status VmLab::writeToken() {
 }
 
 Status VmLab::writeFabric(const scenarios::Fabric& fabric) {
-  std::error_code ec;
-  fs::create_directories(options_.state_dir + "/fabrics", ec);
-  if (ec) {
-    return Status(StatusCode::kInternal,
-                  "cannot create " + options_.state_dir + "/fabrics: " + ec.message());
-  }
-  const std::string tmp = fabricFile() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << scenarios::toJson(fabric).dump(2) << "\n";
-    if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
-  }
-  fs::rename(tmp, fabricFile(), ec);
-  if (ec)
-    return Status(StatusCode::kInternal, "cannot write " + fabricFile() + ": " + ec.message());
-  return Status::ok();
+  return writeFabricFile(options_.state_dir, options_.name, fabric);
 }
 
 Status VmLab::bootVm(int index, const Progress& progress) {
@@ -576,6 +597,7 @@ Status VmLab::waitReady(const Progress& progress) {
 }
 
 core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
+  FC_RETURN_IF_ERROR(makeVisibleToGuests());
   FC_RETURN_IF_ERROR(checkPrerequisites());
   auto current = status();
   if (!current.isOk()) return current.status();
@@ -598,19 +620,10 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
 
   const std::string sw = switchNs(options_);
   progress("creating switch namespace " + sw + " with bridge br0");
-  if (Status s = ip({"netns", "add", sw}); !s.isOk()) {
-    if (s.code() == StatusCode::kPermissionDenied) {
-      return Status(StatusCode::kPermissionDenied,
-                    "cannot create network namespaces here (" + s.message() + ")");
-    }
-    return s;
-  }
+  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
   auto build = [&]() -> Status {
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "lo", "up"}));
     // As in the namespace lab: STP off and forward_delay 0, so a port forwards as soon as it is up.
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-                           "forward_delay", "0", "mcast_snooping", "0"}));
-    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", "br0", "up"}));
+    FC_RETURN_IF_ERROR(addSwitchBridge(runner_, sw, kIpErrors));
     FC_RETURN_IF_ERROR(writeToken());
     for (int i = 0; i < options_.hosts; ++i) FC_RETURN_IF_ERROR(bootVm(i, progress));
     progress("waiting for " + std::to_string(options_.hosts) +

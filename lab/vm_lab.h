@@ -30,8 +30,12 @@ struct VmLabOptions {
   std::string state_dir = "/run/fabric-chaos";  // vm/ (pid files, consoles, token), fabrics/
   int base_agent_port = 7100;                   // VM i's agent: 127.0.0.1:(base + i)
   int guest_agent_port = 7070;                  // where the agent listens inside the guest
-  std::string binary;      // the fabric-chaos the guests run (a host path, not under /tmp or /run)
-  std::string guest_init;  // deploy/vm/guest-init.sh of the same tree
+  std::string binary;                           // the fabric-chaos the guests run
+  std::string guest_init;                       // deploy/vm/guest-init.sh of the same tree
+  // Host directories mounted read-only at the same path in every guest. The guests put private
+  // tmpfs on /tmp, /run and /var/tmp, so a tree checked out below them (a CI clone in /tmp) is
+  // shared this way; up() adds what the binary needs.
+  std::vector<std::string> shares;
   // What each guest runs as its agent (through /bin/sh -c). "" = none: the VMs boot and report
   // ready without an agent. defaultAgentCommand() gives the standard one.
   std::string agent_command;
@@ -39,6 +43,10 @@ struct VmLabOptions {
   int boot_timeout_s = 180;   // per VM, from its start to FC_GUEST_READY (TCG is slow)
   int agent_timeout_s = 120;  // from FC_GUEST_READY to an answer on the agent port
 };
+
+// Pure: for a path the guests cannot see (under /tmp, /run or /var/tmp), the directory to share so
+// that they can: "/tmp/ci-clone/build/app/fabric-chaos" -> "/tmp/ci-clone". "" when visible.
+std::string guestShareRoot(const std::string& path);
 
 // Pure: `<binary> agent --listen 0.0.0.0:7070 --token-file <state_dir>/vm/agent.token --allow
 // eth0`.
@@ -96,6 +104,7 @@ class VmLab {
 
  private:
   core::Status ip(const std::vector<std::string>& args);
+  core::Status makeVisibleToGuests();
   core::Status checkPrerequisites();
   core::Status bootVm(int index, const Progress& progress);
   core::Status waitReady(const Progress& progress);

@@ -124,11 +124,21 @@ trap 'echo "run-in-vm: interrupted" >&2; exit 130' INT TERM
   echo
 } >"$work/cmd.sh"
 cmd_b64=$(printf '%s' "exec /bin/bash $work/cmd.sh" | base64 -w0)
-case "$1" in
-  /tmp/* | /run/* | /var/tmp/*)
-    echo "run-in-vm: warning: $1 is under /tmp, /run or /var/tmp, which the guest does not see" \
-      "(pass --share $(dirname "$1"))" >&2 ;;
-esac
+# The guest hides the host's /tmp, /run and /var/tmp behind its own tmpfs. A command or working
+# directory below them (a CI clone in /tmp) gets its top directory there shared at the same path.
+share_root() {
+  case "$1" in
+    /tmp/?* | /run/?* | /var/tmp/?*)
+      echo "$1" | awk -F/ '{ if ($2 == "var") print "/" $2 "/" $3 "/" $4; else print "/" $2 "/" $3 }' ;;
+  esac
+}
+for p in "$1" "$PWD"; do
+  root=$(share_root "$p")
+  [ -n "$root" ] || continue
+  known=0
+  for s in "${shares[@]}"; do [ "$s" = "$root" ] && known=1; done
+  [ $known = 1 ] || shares+=("$root")
+done
 
 share_spec="fcwork:$work:rw"
 virtfs=(-virtfs "local,path=$work,mount_tag=fcwork,security_model=passthrough")
@@ -141,7 +151,16 @@ for s in "${shares[@]}"; do
 done
 
 append="console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable no_timer_check 8250.nr_uarts=1"
-append+=" fc.init=$here/guest-init.sh fc.name=$name fc.ip=$ip_addr fc.rxe=$rxe"
+# The init script runs before any share is mounted: from a hidden tree, use a copy by the kernel.
+guest_init=$here/guest-init.sh
+if [ -n "$(share_root "$guest_init")" ]; then
+  copy=$cache/guest-init-$(sha1sum "$guest_init" | cut -c1-16).sh
+  if [ ! -f "$copy" ]; then
+    cp "$guest_init" "$copy.$$" && chmod 755 "$copy.$$" && mv "$copy.$$" "$copy"
+  fi
+  guest_init=$copy
+fi
+append+=" fc.init=$guest_init fc.name=$name fc.ip=$ip_addr fc.rxe=$rxe"
 append+=" fc.shares=$share_spec fc.exitfile=$work/exit fc.cmd=$cmd_b64"
 
 if [ $interactive = 1 ]; then

@@ -2,25 +2,21 @@
 // port and a token file: it prints where it listens, answers /agent/v1/info only with the token,
 // and exits 0 on SIGTERM. Loopback only; it applies no fault.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "net/http_client.h"
+#include "tests/privileged/support.h"
 
 namespace fabric_chaos::agent {
 namespace {
@@ -29,92 +25,21 @@ using nlohmann::json;
 
 constexpr char kToken[] = "process-test-token-0123456789";
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-class AgentProcess {
+// The real binary with its output collected; SIGKILLed if a test leaves it running.
+class AgentProcess : public fabric_chaos::testing::ChildProcess {
  public:
-  explicit AgentProcess(std::vector<std::string> args) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      dup2(fds[1], 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    fd_ = fds[0];
-    reader_ = std::thread([this] {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = read(fd_, buffer, sizeof(buffer))) > 0) {
-        std::lock_guard lock(mu_);
-        output_.append(buffer, static_cast<size_t>(n));
-      }
-    });
-  }
-
-  ~AgentProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-    if (fd_ >= 0) close(fd_);
-  }
+  using ChildProcess::ChildProcess;
 
   // The port from "fabric-chaos agent listening on 127.0.0.1:PORT"; 0 if it never says so.
   int waitForPort(int timeout_ms) {
     static const std::regex kListening(R"(fabric-chaos agent listening on 127\.0\.0\.1:(\d+))");
-    const int64_t deadline = nowMs() + timeout_ms;
-    while (nowMs() < deadline) {
-      std::smatch match;
-      std::string out = output();
-      if (std::regex_search(out, match, kListening)) return std::stoi(match[1]);
-      int status;
-      if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return 0;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return 0;
+    return ChildProcess::waitForPort(kListening, timeout_ms, 20);
   }
 
   // Sends signo and returns the exit code (128+signal when killed), -1 on timeout.
   int signalAndWait(int signo, int timeout_ms) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, signo);
-    const int64_t deadline = nowMs() + timeout_ms;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (nowMs() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    pid_ = -1;
-    if (reader_.joinable()) reader_.join();
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return ChildProcess::signalAndWait(signo, timeout_ms, /*kill_on_timeout=*/false);
   }
-
-  std::string output() {
-    std::lock_guard lock(mu_);
-    return output_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::thread reader_;
-  std::mutex mu_;
-  std::string output_;
 };
 
 class AgentBinary : public ::testing::Test {

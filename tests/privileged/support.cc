@@ -83,11 +83,7 @@ int64_t steadyNowNs() {
       .count();
 }
 
-ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir) {
-  std::vector<std::string> args{
-      std::getenv("FC_BINARY"), "serve",       "--listen",    "127.0.0.1:0", "--db",
-      dir + "/fc.db",           "--state-dir", dir + "/state"};
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
+ChildProcess::ChildProcess(std::vector<std::string> args) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return;
   pid_ = fork();
@@ -112,60 +108,97 @@ ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std
   });
 }
 
-ServeProcess::~ServeProcess() {
-  if (pid_ > 0) stop(20000);
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
   if (reader_.joinable()) reader_.join();
   if (stdout_fd_ >= 0) close(stdout_fd_);
 }
 
-int ServeProcess::waitForPort(int timeout_ms) {
-  static const std::regex kServing(R"(serving on http://127\.0\.0\.1:(\d+))");
+int ChildProcess::waitForPort(const std::regex& pattern, int timeout_ms, int poll_ms) {
   const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
   while (steadyNowNs() < deadline) {
     std::smatch match;
     std::string out = output();
-    if (std::regex_search(out, match, kServing)) return std::stoi(match[1]);
+    if (std::regex_search(out, match, pattern)) return std::stoi(match[1]);
     int status;
     if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       return 0;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
   }
   return 0;
 }
 
-int ServeProcess::stop(int timeout_ms) {
+int ChildProcess::signalAndWait(int signo, int timeout_ms, bool kill_on_timeout) {
   if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGINT);
+  ::kill(pid_, signo);
   const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
     if (steadyNowNs() > deadline) {
+      if (!kill_on_timeout) return -1;
       ::kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return reaped(status);
+}
+
+void ChildProcess::killAndReap(int signo) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, signo);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  reaped(status);
+}
+
+int ChildProcess::reaped(int status) {
   pid_ = -1;
   if (reader_.joinable()) reader_.join();
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void ServeProcess::kill(int signo) {
-  if (pid_ <= 0) return;
-  ::kill(pid_, signo);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  if (reader_.joinable()) reader_.join();
-}
-
-std::string ServeProcess::output() {
+std::string ChildProcess::output() {
   std::lock_guard lock(mu_);
   return output_;
 }
+
+namespace {
+
+std::vector<std::string> serveArgs(const std::vector<std::string>& extra_args,
+                                   const std::string& dir) {
+  std::vector<std::string> args{
+      std::getenv("FC_BINARY"), "serve",       "--listen",    "127.0.0.1:0", "--db",
+      dir + "/fc.db",           "--state-dir", dir + "/state"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return args;
+}
+
+}  // namespace
+
+ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir)
+    : child_(serveArgs(extra_args, dir)) {}
+
+ServeProcess::~ServeProcess() {
+  if (child_.running()) stop(20000);
+}
+
+int ServeProcess::waitForPort(int timeout_ms) {
+  static const std::regex kServing(R"(serving on http://127\.0\.0\.1:(\d+))");
+  return child_.waitForPort(kServing, timeout_ms, 50);
+}
+
+int ServeProcess::stop(int timeout_ms) { return child_.signalAndWait(SIGINT, timeout_ms, true); }
+
+void ServeProcess::kill(int signo) { child_.killAndReap(signo); }
+
+std::string ServeProcess::output() { return child_.output(); }
 
 LinkObserver::LinkObserver(std::string netns, std::string ifname, int period_ms)
     : netns_(std::move(netns)), ifname_(std::move(ifname)), period_ms_(period_ms) {

@@ -1,7 +1,7 @@
 #pragma once
 // Shared helpers for the privileged tier: the root check (a failure in CI, a skip elsewhere), a
-// tiny HTTP/1.1 client for 127.0.0.1, a `fabric-chaos serve` child process, and an independent
-// link observer that polls `ip` (never the injector's own code).
+// tiny HTTP/1.1 client for 127.0.0.1, child processes (`fabric-chaos serve` among them), and an
+// independent link observer that polls `ip` (never the injector's own code).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +49,36 @@ HttpReply httpRequest(int port, const std::string& method, const std::string& ta
 
 int64_t steadyNowNs();
 
+// A child process (argv[0] a path) with its stdout and stderr collected by a reader thread.
+// Destroying it kills (SIGKILL) and reaps a child still running. One test thread at a time.
+class ChildProcess {
+ public:
+  explicit ChildProcess(std::vector<std::string> args);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  bool running() const { return pid_ > 0; }
+  // Polls the output every poll_ms for `pattern` and returns its first group as a number; 0 when
+  // the child exits first or timeout_ms passes.
+  int waitForPort(const std::regex& pattern, int timeout_ms, int poll_ms);
+  // Sends signo (0: none) and waits for the exit; returns the exit code (128+signal when killed).
+  // On timeout: SIGKILL and reap when kill_on_timeout, else -1 and the child is left running.
+  int signalAndWait(int signo, int timeout_ms, bool kill_on_timeout);
+  // Sends `signo` and reaps the process, however long it takes.
+  void killAndReap(int signo);
+  std::string output();
+
+ private:
+  int reaped(int status);
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::thread reader_;
+  std::mutex mu_;
+  std::string output_;
+};
+
 // `fabric-chaos serve` with its own database and state directory, its stdout collected.
 class ServeProcess {
  public:
@@ -62,11 +93,7 @@ class ServeProcess {
   std::string output();
 
  private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  std::thread reader_;
-  std::mutex mu_;
-  std::string output_;
+  ChildProcess child_;
 };
 
 // Polls `ip -n NETNS -o link show IFNAME` and records every admin-state change with the steady

@@ -44,7 +44,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::decodeAll;
+using testing::eventsOf;
 using testing::LineSink;
+using testing::RankRun;
+using testing::RankThreads;
+using testing::samplesAfter;
+using testing::samplesOf;
 using testing::waitFor;
 using Type = ReportLine::Type;
 
@@ -342,20 +347,7 @@ TEST(VerbsGuestTest, DataSentBeforeADisconnectIsDeliveredThenEof) {
 
 // --- Whole ranks in threads ----------------------------------------------------------------------
 
-struct RankRun {
-  RankOptions options;
-  RankHooks hooks;
-  LineSink sink;
-  std::unique_ptr<std::ostream> out;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> abort_flag{false};
-  std::atomic<int> exit_code{-1};
-  std::thread thread;
-
-  std::vector<ReportLine> report() const { return decodeAll(sink.lines()); }
-};
-
-class Ring {
+class Ring : public RankThreads {
  public:
   Ring(int world, int base_port, int64_t bytes) {
     for (int r = 0; r < world; ++r) {
@@ -377,49 +369,7 @@ class Ring {
       runs_.push_back(std::move(run));
     }
   }
-  ~Ring() { stopAll(); }
-  RankRun& rank(int r) { return *runs_[r]; }
-
-  void start() {
-    for (auto& run : runs_) {
-      run->hooks.abort_connections = &run->abort_flag;
-      RankRun* p = run.get();
-      run->thread =
-          std::thread([p] { p->exit_code = runRank(p->options, *p->out, p->stop, p->hooks); });
-    }
-  }
-  void stopAll() {
-    for (auto& run : runs_) run->stop = true;
-    for (auto& run : runs_) {
-      if (run->thread.joinable()) run->thread.join();
-    }
-  }
-
- private:
-  std::vector<std::unique_ptr<RankRun>> runs_;
 };
-
-std::vector<RawSample> samplesOf(const std::vector<ReportLine>& lines) {
-  std::vector<RawSample> out;
-  for (const auto& l : lines) {
-    if (l.type == Type::kSamples) out.insert(out.end(), l.samples.begin(), l.samples.end());
-  }
-  return out;
-}
-
-std::vector<ReportLine> eventsOf(const std::vector<ReportLine>& lines, const std::string& kind) {
-  std::vector<ReportLine> out;
-  for (const auto& l : lines) {
-    if (l.type == Type::kEvent && l.kind == kind) out.push_back(l);
-  }
-  return out;
-}
-
-size_t samplesAfter(const std::vector<ReportLine>& lines, int64_t iteration) {
-  size_t n = 0;
-  for (const auto& s : samplesOf(lines)) n += s.iteration > iteration ? 1 : 0;
-  return n;
-}
 
 // The invariants of every finished report stream (as for TCP, tests/workload/tcp_rank_test.cc).
 void checkStream(const RankRun& run, int rank) {

@@ -23,27 +23,19 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::decodeAll;
+using testing::eventsOf;
 using testing::freePorts;
 using testing::LineSink;
+using testing::RankRun;
+using testing::RankThreads;
+using testing::samplesAfter;
+using testing::samplesOf;
 using testing::waitFor;
 using Type = ReportLine::Type;
 
 constexpr auto kWaitLimit = 30s;  // generous: a missed condition is a failure, not a skip
 
-struct RankRun {
-  RankOptions options;
-  RankHooks hooks;
-  LineSink sink;
-  std::unique_ptr<std::ostream> out;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> abort_flag{false};
-  std::atomic<int> exit_code{-1};
-  std::thread thread;
-
-  std::vector<ReportLine> report() const { return decodeAll(sink.lines()); }
-};
-
-class Ring {
+class Ring : public RankThreads {
  public:
   // A loopback ring; `tweak` adjusts every rank's options before start().
   explicit Ring(int world, int64_t bytes = 256 * 1024) {
@@ -65,53 +57,13 @@ class Ring {
       runs_.push_back(std::move(run));
     }
   }
-  ~Ring() { stopAll(); }
-
-  RankRun& rank(int r) { return *runs_[r]; }
-  int world() const { return static_cast<int>(runs_.size()); }
-
-  void start() {
-    for (auto& run : runs_) {
-      run->hooks.abort_connections = &run->abort_flag;
-      RankRun* p = run.get();
-      run->thread =
-          std::thread([p] { p->exit_code = runRank(p->options, *p->out, p->stop, p->hooks); });
-    }
-  }
-  void stopAll() {
-    for (auto& run : runs_) run->stop = true;
-    for (auto& run : runs_) {
-      if (run->thread.joinable()) run->thread.join();
-    }
-  }
-
- private:
-  std::vector<std::unique_ptr<RankRun>> runs_;
 };
-
-std::vector<RawSample> samplesOf(const std::vector<ReportLine>& lines) {
-  std::vector<RawSample> out;
-  for (const auto& l : lines) {
-    if (l.type == Type::kSamples) out.insert(out.end(), l.samples.begin(), l.samples.end());
-  }
-  return out;
-}
-
-std::vector<ReportLine> eventsOf(const std::vector<ReportLine>& lines, const std::string& kind) {
-  std::vector<ReportLine> out;
-  for (const auto& l : lines) {
-    if (l.type == Type::kEvent && l.kind == kind) out.push_back(l);
-  }
-  return out;
-}
 
 size_t sampleCount(const RankRun& run) { return samplesOf(run.report()).size(); }
 
 // Samples whose iteration is above `iteration`.
 size_t samplesAfter(const RankRun& run, int64_t iteration) {
-  size_t n = 0;
-  for (const auto& s : samplesOf(run.report())) n += s.iteration > iteration ? 1 : 0;
-  return n;
+  return samplesAfter(run.report(), iteration);
 }
 
 // The invariants of every finished report stream.

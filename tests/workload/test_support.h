@@ -1,20 +1,25 @@
 #pragma once
-// Helpers for the loopback TCP tests: free ports, a thread-safe line sink for a rank's report
-// stream, and waiting on a condition with a deadline (a missed deadline is a failure, not a skip).
+// Helpers for the rank tests (loopback TCP here, verbs in tests/vm): free ports, a thread-safe line
+// sink for a rank's report stream, whole ranks as threads, picking samples and events out of a
+// report, and waiting on a condition with a deadline (a missed deadline is a failure, not a skip).
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <ostream>
 #include <sstream>
 #include <streambuf>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "workload/rank.h"
 #include "workload/report.h"
 
 namespace fabric_chaos::workload::testing {
@@ -101,6 +106,74 @@ inline bool waitFor(const std::function<bool()>& condition, std::chrono::millise
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return condition();
+}
+
+// One rank run as a thread: its options, its report stream and how to stop or disturb it.
+struct RankRun {
+  RankOptions options;
+  RankHooks hooks;
+  LineSink sink;
+  std::unique_ptr<std::ostream> out;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> abort_flag{false};
+  std::atomic<int> exit_code{-1};
+  std::thread thread;
+
+  std::vector<ReportLine> report() const { return decodeAll(sink.lines()); }
+};
+
+// Whole ranks as threads of the test; a derived ring fills runs_ in its constructor. Stops and
+// joins every rank when destroyed.
+class RankThreads {
+ public:
+  ~RankThreads() { stopAll(); }
+
+  RankRun& rank(int r) { return *runs_[r]; }
+  int world() const { return static_cast<int>(runs_.size()); }
+
+  void start() {
+    for (auto& run : runs_) {
+      run->hooks.abort_connections = &run->abort_flag;
+      RankRun* p = run.get();
+      run->thread =
+          std::thread([p] { p->exit_code = runRank(p->options, *p->out, p->stop, p->hooks); });
+    }
+  }
+  void stopAll() {
+    for (auto& run : runs_) run->stop = true;
+    for (auto& run : runs_) {
+      if (run->thread.joinable()) run->thread.join();
+    }
+  }
+
+ protected:
+  std::vector<std::unique_ptr<RankRun>> runs_;
+};
+
+inline std::vector<RawSample> samplesOf(const std::vector<ReportLine>& lines) {
+  std::vector<RawSample> out;
+  for (const auto& l : lines) {
+    if (l.type == ReportLine::Type::kSamples) {
+      out.insert(out.end(), l.samples.begin(), l.samples.end());
+    }
+  }
+  return out;
+}
+
+inline std::vector<ReportLine> eventsOf(const std::vector<ReportLine>& lines,
+                                        const std::string& kind) {
+  std::vector<ReportLine> out;
+  for (const auto& l : lines) {
+    if (l.type == ReportLine::Type::kEvent && l.kind == kind) out.push_back(l);
+  }
+  return out;
+}
+
+// Samples whose iteration is above `iteration`.
+inline size_t samplesAfter(const std::vector<ReportLine>& lines, int64_t iteration) {
+  size_t n = 0;
+  for (const auto& s : samplesOf(lines)) n += s.iteration > iteration ? 1 : 0;
+  return n;
 }
 
 }  // namespace fabric_chaos::workload::testing

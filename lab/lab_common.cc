@@ -1,0 +1,102 @@
+#include "lab/lab_common.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fabric_chaos::lab {
+
+using core::Status;
+using core::StatusCode;
+
+Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args, IpErrorRules rules) {
+  std::vector<std::string> argv{"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto result = runner.run(argv);
+  if (!result.isOk()) return result.status();
+  if (result->exit_code != 0) {
+    std::string err = result->err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ' || err.back() == '\r')) {
+      err.pop_back();
+    }
+    StatusCode code = StatusCode::kInternal;
+    for (const IpErrorRule& rule : rules) {
+      if (err.find(rule.needle) != std::string::npos) {
+        code = rule.code;
+        break;
+      }
+    }
+    return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
+  }
+  return Status::ok();
+}
+
+core::Result<std::vector<std::string>> namespacesWithPrefix(sys::CommandRunner& runner,
+                                                            const std::string& prefix) {
+  auto result = runner.run({"ip", "netns", "list"});
+  if (!result.isOk()) return result.status();
+  std::vector<std::string> names;
+  std::istringstream lines(result->out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::string name = line.substr(0, line.find(' '));
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+Status addSwitchNamespace(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules) {
+  if (Status s = runIp(runner, {"netns", "add", sw}, rules); !s.isOk()) {
+    if (s.code() == StatusCode::kPermissionDenied) {
+      return Status(StatusCode::kPermissionDenied,
+                    "cannot create network namespaces here (" + s.message() + ")");
+    }
+    return s;
+  }
+  return Status::ok();
+}
+
+Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules) {
+  FC_RETURN_IF_ERROR(runIp(runner, {"-n", sw, "link", "set", "lo", "up"}, rules));
+  FC_RETURN_IF_ERROR(runIp(runner,
+                           {"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
+                            "forward_delay", "0", "mcast_snooping", "0"},
+                           rules));
+  return runIp(runner, {"-n", sw, "link", "set", "br0", "up"}, rules);
+}
+
+std::string fabricFilePath(const std::string& state_dir, const std::string& name) {
+  return state_dir + "/fabrics/" + name + ".json";
+}
+
+int hostsInFabricFile(const std::string& path, int fallback) {
+  if (std::ifstream in(path); in) {
+    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_discarded() && doc.contains("hosts") && doc["hosts"].is_array()) {
+      return static_cast<int>(doc["hosts"].size());
+    }
+  }
+  return fallback;
+}
+
+Status writeFabricFile(const std::string& state_dir, const std::string& name,
+                       const scenarios::Fabric& fabric) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir + "/fabrics", ec);
+  if (ec) {
+    return Status(StatusCode::kInternal,
+                  "cannot create " + state_dir + "/fabrics: " + ec.message());
+  }
+  const std::string path = fabricFilePath(state_dir, name);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << scenarios::toJson(fabric).dump(2) << "\n";
+    if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status(StatusCode::kInternal, "cannot write " + path + ": " + ec.message());
+  return Status::ok();
+}
+
+}  // namespace fabric_chaos::lab

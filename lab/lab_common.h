@@ -1,0 +1,52 @@
+#pragma once
+// What the namespace lab and the VM lab do alike: run iproute2 with its stderr mapped to a Status,
+// find the namespaces a lab owns by prefix, build the switch namespace with its bridge, and keep
+// the fabric file at <state_dir>/fabrics/<name>.json (written atomically: tmp + rename).
+// Stateless free functions; thread-safe as far as the CommandRunner passed in is.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "injectors/sys/command.h"
+#include "scenarios/topology.h"
+
+namespace fabric_chaos::lab {
+
+// A substring of `ip`'s stderr and the code it means; the first rule that matches wins, and a
+// failure no rule matches is kInternal.
+struct IpErrorRule {
+  const char* needle;
+  core::StatusCode code;
+};
+using IpErrorRules = std::span<const IpErrorRule>;
+
+// Runs `ip <args>`. A non-zero exit is "`ip ...` failed: <stderr>" with the exit code.
+core::Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args,
+                   IpErrorRules rules);
+
+// The names from `ip netns list` that start with `prefix`.
+core::Result<std::vector<std::string>> namespacesWithPrefix(sys::CommandRunner& runner,
+                                                            const std::string& prefix);
+
+// `ip netns add <sw>`, with a permission failure said as one clear sentence. Creates nothing else,
+// so the caller need not clean up when it fails.
+core::Status addSwitchNamespace(sys::CommandRunner& runner, const std::string& sw,
+                                IpErrorRules rules);
+
+// Inside the switch namespace: lo up and bridge br0 up. STP off and forward_delay 0: a port that
+// comes back up forwards at once, so recovery time measures the fabric and the workload, not the
+// bridge's listening/learning states.
+core::Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules);
+
+std::string fabricFilePath(const std::string& state_dir, const std::string& name);
+
+// The number of hosts the fabric file at `path` describes, or `fallback` when it cannot say.
+int hostsInFabricFile(const std::string& path, int fallback);
+
+// Writes the fabric to fabricFilePath(state_dir, name) through a temporary file and a rename.
+core::Status writeFabricFile(const std::string& state_dir, const std::string& name,
+                             const scenarios::Fabric& fabric);
+
+}  // namespace fabric_chaos::lab
