@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "workload/sys/endpoint.h"
 
 namespace fabric_chaos::workload {
 namespace {
@@ -52,38 +53,6 @@ class Fd {
  private:
   int fd_ = -1;
 };
-
-struct Endpoint {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  int family = AF_INET;
-};
-
-std::string hostPort(const std::string& addr, int port) {
-  return (addr.find(':') != std::string::npos ? "[" + addr + "]" : addr) + ":" +
-         std::to_string(port);
-}
-
-// Numeric addresses only: resolving a name would contact a DNS server nobody asked us to talk to.
-Result<Endpoint> resolve(const std::string& addr, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(addr.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return Status(StatusCode::kInvalidArgument,
-                  "\"" + addr + "\" is not a numeric IP address: " + ::gai_strerror(rc));
-  }
-  Endpoint ep;
-  std::memcpy(&ep.addr, found->ai_addr, found->ai_addrlen);
-  ep.len = found->ai_addrlen;
-  ep.family = found->ai_family;
-  ::freeaddrinfo(found);
-  return ep;
-}
 
 void putU32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
@@ -140,9 +109,9 @@ Result<std::unique_ptr<TcpRing>> TcpRing::listen(const TcpRingOptions& options) 
   if (options.world < 2 || options.rank < 0 || options.rank >= options.world) {
     return Status(StatusCode::kInvalidArgument, "a TCP ring needs world >= 2 and rank < world");
   }
-  auto next = resolve(options.next_addr, options.next_port);
+  auto next = resolveNumeric(options.next_addr, options.next_port);
   if (!next.isOk()) return next.status().withContext("--next");
-  auto local = resolve(options.listen_addr, options.listen_port);
+  auto local = resolveNumeric(options.listen_addr, options.listen_port);
   if (!local.isOk()) return local.status().withContext("--listen");
 
   std::unique_ptr<TcpRing> ring(new TcpRing(options));
@@ -190,7 +159,7 @@ void TcpRing::resetConnections() {
 
 Result<uint32_t> TcpRing::form(uint32_t epoch, int64_t deadline_ns) {
   disconnect();
-  auto next = resolve(options_.next_addr, options_.next_port);
+  auto next = resolveNumeric(options_.next_addr, options_.next_port);
   if (!next.isOk()) return next.status();
   const int world = options_.world;
   const int prev_rank = (options_.rank - 1 + world) % world;

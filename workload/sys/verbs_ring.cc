@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/clock.h"
+#include "workload/sys/endpoint.h"
 
 namespace fabric_chaos::workload {
 
@@ -193,30 +194,6 @@ const char* wrKindName(WrKind kind) {
       return "keepalive probe";
   }
   return "work request";
-}
-
-std::string hostPort(const std::string& addr, int port) {
-  return (addr.find(':') != std::string::npos ? "[" + addr + "]" : addr) + ":" +
-         std::to_string(port);
-}
-
-// Numeric addresses only: resolving a name would contact a DNS server nobody asked us to talk to.
-Result<sockaddr_storage> resolve(const std::string& addr, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(addr.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return Status(StatusCode::kInvalidArgument,
-                  "\"" + addr + "\" is not a numeric IP address: " + ::gai_strerror(rc));
-  }
-  sockaddr_storage out{};
-  std::memcpy(&out, found->ai_addr, found->ai_addrlen);
-  ::freeaddrinfo(found);
-  return out;
 }
 
 bool setNonBlocking(int fd) {
@@ -470,9 +447,9 @@ Result<std::unique_ptr<VerbsRing>> VerbsRing::listen(const VerbsRingOptions& opt
   if (options.world < 2 || options.rank < 0 || options.rank >= options.world) {
     return Status(StatusCode::kInvalidArgument, "a verbs ring needs world >= 2 and rank < world");
   }
-  auto next = resolve(options.next_addr, options.next_port);
+  auto next = resolveNumeric(options.next_addr, options.next_port);
   if (!next.isOk()) return next.status().withContext("--next");
-  auto local = resolve(options.listen_addr, options.listen_port);
+  auto local = resolveNumeric(options.listen_addr, options.listen_port);
   if (!local.isOk()) return local.status().withContext("--listen");
 
   // Fail fast and say why when there is nothing to run on; otherwise librdmacm reports ENODEV
@@ -515,14 +492,14 @@ Status VerbsRing::listenOnce() {
   // After a device removal the listener is re-created on the port it had, so that the previous
   // rank finds it where it was.
   const int port = listen_port_ != 0 ? listen_port_ : options_.listen_port;
-  auto local = resolve(options_.listen_addr, port);
+  auto local = resolveNumeric(options_.listen_addr, port);
   if (!local.isOk()) return local.status();
   const std::string where = hostPort(options_.listen_addr, port);
   rdma_cm_id* id = nullptr;
   if (rdma_create_id(channel_, &id, nullptr, RDMA_PS_TCP) != 0) {
     return core::errnoStatus(errno, "rdma_create_id");
   }
-  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local.value())) != 0) {
+  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local->addr)) != 0) {
     const int err = errno;
     rdma_destroy_id(id);
     if (err == ENODEV || err == EADDRNOTAVAIL) {
@@ -583,7 +560,7 @@ Status VerbsRing::fail(Status status, std::string reason, std::string wc_status,
 Result<uint32_t> VerbsRing::form(uint32_t epoch, int64_t deadline_ns) {
   disconnect();
   last_failure_ = LinkFailure{};
-  auto next_addr = resolve(options_.next_addr, options_.next_port);
+  auto next_addr = resolveNumeric(options_.next_addr, options_.next_port);
   if (!next_addr.isOk()) return next_addr.status();
   const int world = options_.world;
   const int prev_rank = (options_.rank - 1 + world) % world;
@@ -692,7 +669,7 @@ Result<uint32_t> VerbsRing::form(uint32_t epoch, int64_t deadline_ns) {
         const int err = errno;
         out->id = nullptr;
         fail_out(std::string("rdma_create_id: ") + std::strerror(err), now);
-      } else if (rdma_resolve_addr(out->id, nullptr, reinterpret_cast<sockaddr*>(&*next_addr),
+      } else if (rdma_resolve_addr(out->id, nullptr, reinterpret_cast<sockaddr*>(&next_addr->addr),
                                    kResolveTimeoutMs) != 0) {
         fail_out(std::string("rdma_resolve_addr: ") + std::strerror(errno), now);
       }
