@@ -359,7 +359,10 @@ core::Result<VmLabStatus> VmLab::status() {
 // runs before any share is mounted, so it is copied next to the kernel; the binary's tree is
 // shared read-only at its own path.
 Status VmLab::makeVisibleToGuests() {
-  if (!guestShareRoot(options_.guest_init).empty() && fs::exists(options_.guest_init)) {
+  // Without a kernel cache there is nothing to boot: checkPrerequisites() says so.
+  const bool have_cache = fs::exists(options_.cache_dir + "/vmlinuz");
+  if (have_cache && !guestShareRoot(options_.guest_init).empty() &&
+      fs::exists(options_.guest_init)) {
     const std::string script = readFile(options_.guest_init);
     const std::string copy = options_.cache_dir + "/guest-init-" +
                              std::to_string(std::hash<std::string>{}(script)) + ".sh";
