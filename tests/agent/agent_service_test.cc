@@ -29,6 +29,7 @@ using testing::fakeFault;
 using testing::FixedHostProbe;
 using testing::RecordingInjector;
 using testing::RecordingListener;
+using testing::TempDir;
 
 constexpr char kToken[] = "test-token-0123456789abcdef";
 
@@ -72,23 +73,6 @@ class ScriptedAgent : public LocalAgent {
   WorkloadListener* listener = nullptr;
   int64_t origin_ns = -1;
   std::vector<RankSpec> ranks;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_agent_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 class AgentServiceTest : public ::testing::Test {

@@ -2,7 +2,11 @@
 // Shared by the agent tests: an in-memory injector whose state is one "up" flag per interface, a
 // host probe with fixed answers, and a listener that records what it is told. Thread-safe.
 
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -168,5 +172,23 @@ inline injectors::Fault fakeFault(const std::string& ifname, const std::string& 
   fault.params = std::move(params);
   return fault;
 }
+
+// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "fc_agent") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace fabric_chaos::agent::testing

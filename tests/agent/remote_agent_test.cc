@@ -36,21 +36,9 @@ using testing::RecordingListener;
 
 constexpr char kToken[] = "remote-test-token-0123456789";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_remote_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Each test's directories: fc_remote_XXXXXX under the temp dir.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("fc_remote") {}
 };
 
 bool waitUntil(int timeout_ms, const std::function<bool()>& condition) {
