@@ -4,6 +4,7 @@
 // same Beast transport and both answer errors as {"error": {"code", "message"}}.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,20 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// A response that is written piece by piece (Server-Sent Events, text/event-stream): the transport
+// calls next() every pollIntervalMs() and writes the text it returns, until done. next() runs on
+// a transport thread and must not block for long.
+class EventStream {
+ public:
+  struct Chunk {
+    std::string text;  // "event: x\ndata: {...}\n\n" blocks; may be empty
+    bool done = false;
+  };
+  virtual ~EventStream() = default;
+  virtual Chunk next() = 0;
+  virtual int pollIntervalMs() const { return 500; }
 };
 
 // kInvalidArgument 400, kNotFound 404, kUnprocessable 422, kPermissionDenied 403, ...

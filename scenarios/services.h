@@ -30,4 +30,17 @@ class RunService {
   virtual core::Status abort(int64_t run_id) = 0;
 };
 
+// Runs suites: one scenario after the other, with one verdict (docs/api.md, "Suites").
+class SuiteService {
+ public:
+  virtual ~SuiteService() = default;
+  // Stores the suite run as queued and returns its id; it executes in the background. The suite
+  // document must already be validated (every scenario exists).
+  virtual core::Result<int64_t> submitSuite(const std::string& suite_name,
+                                            const nlohmann::json& suite,
+                                            const std::string& fabric) = 0;
+  // Aborts the current run of the suite and skips the rest. kNotFound, kFailedPrecondition.
+  virtual core::Status abortSuite(int64_t suite_run_id) = 0;
+};
+
 }  // namespace fabric_chaos::scenarios

@@ -111,7 +111,7 @@ Response dispatch(internal::Context& ctx, const Request& request) {
 Api::Api(ApiDeps deps) : deps_(std::move(deps)) {}
 
 Response Api::handle(const Request& request) {
-  internal::Context ctx{deps_, scenario_mu_};
+  internal::Context ctx{deps_, scenario_mu_, {}};
   try {
     return dispatch(ctx, request);
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -29,12 +30,24 @@ struct ApiDeps {
   std::function<scenarios::KindCatalog()> kinds;
   std::string version;
   std::string default_fabric = "netns-lab";
+  scenarios::SuiteService* suites = nullptr;
+  // The in-progress view of a run (engine live status as JSON), or null when it is not running.
+  std::function<nlohmann::json(int64_t run_id)> live;
+  // false = `serve --no-auth`: every caller is an anonymous admin.
+  bool require_auth = true;
 };
 
 class Api {
  public:
   explicit Api(ApiDeps deps);
+  // Authenticates (docs/api.md), authorizes by role, dispatches, and writes the audit log.
   Response handle(const Request& request);
+
+  // For GET /v1/runs/{id}/stream: authenticates like handle() (also accepting ?access_token=)
+  // and returns the event stream. Returns nullptr with *refusal left at status 0 when the target
+  // is not a stream endpoint (the transport then calls handle()); nullptr with *refusal set when
+  // the request is refused (401/403/404...).
+  std::unique_ptr<core::EventStream> openStream(const Request& request, Response* refusal);
 
  private:
   ApiDeps deps_;

@@ -4,6 +4,7 @@
 // (Api::handle still turns a stray exception into a 500).
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,11 +16,19 @@
 
 namespace fabric_chaos::api::internal {
 
+// Who is calling, as established by Api::handle before dispatch.
+struct Caller {
+  std::string name = "anonymous";
+  store::Role role = store::Role::kViewer;
+  int64_t token_id = 0;  // 0 = no token (auth disabled)
+};
+
 struct Context {
   const ApiDeps& deps;
   // Serializes scenario create/replace/delete so that "409 if it exists" is not a race between
   // two requests for the same name.
   std::mutex& scenario_mu;
+  Caller caller;
 };
 
 struct Call {
@@ -50,6 +59,36 @@ Response getRun(Context& ctx, const Call& call);
 Response abortRun(Context& ctx, const Call& call);
 Response getRunSamples(Context& ctx, const Call& call);
 Response getRunEvents(Context& ctx, const Call& call);
+
+// POST /v1/scenarios/validate (scenario_handlers.cc).
+Response validateScenario(Context& ctx, const Call& call);
+
+// Suites and suite runs (suite_handlers.cc): /v1/suites[/NAME], /v1/suite-runs[/ID[/abort]].
+Response listSuites(Context& ctx, const Call& call);
+Response getSuite(Context& ctx, const Call& call);
+Response replaceSuite(Context& ctx, const Call& call);
+Response deleteSuite(Context& ctx, const Call& call);
+Response createSuiteRun(Context& ctx, const Call& call);
+Response listSuiteRuns(Context& ctx, const Call& call);
+Response getSuiteRun(Context& ctx, const Call& call);
+Response abortSuiteRun(Context& ctx, const Call& call);
+
+// Schedules (schedule_handlers.cc): /v1/schedules[/ID].
+Response listSchedules(Context& ctx, const Call& call);
+Response createSchedule(Context& ctx, const Call& call);
+Response getSchedule(Context& ctx, const Call& call);
+Response deleteSchedule(Context& ctx, const Call& call);
+
+// Tokens, identity and audit (auth_handlers.cc): /v1/whoami, /v1/tokens[/ID], /v1/audit.
+Response whoami(Context& ctx, const Call& call);
+Response listTokens(Context& ctx, const Call& call);
+Response createToken(Context& ctx, const Call& call);
+Response revokeToken(Context& ctx, const Call& call);
+Response listAudit(Context& ctx, const Call& call);
+
+// GET /v1/runs/{id}/stream (stream_handlers.cc), called by Api::openStream after authentication:
+// the run's event stream, or nullptr with *refusal set (404 for an unknown run...).
+std::unique_ptr<core::EventStream> openRunStream(Context& ctx, const Call& call, Response* refusal);
 
 // Parses a scenario document and validates it: against `fabric_name` when that fabric is
 // registered, otherwise with validateKindsAndTiming (targets cannot be checked without a fabric).

@@ -421,7 +421,8 @@ void Session::drain() {
 
 }  // namespace
 
-core::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Handler handler) {
+core::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Handler handler,
+                                                    StreamOpener /*streams*/) {
   if (!handler) return Status(StatusCode::kInvalidArgument, "http server needs a handler");
   auto server = std::make_unique<ServerImpl>(options, std::move(handler));
   if (Status st = server->listen(); !st.isOk()) return st;

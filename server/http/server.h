@@ -19,14 +19,23 @@ struct ServerOptions {
   uint16_t port = 8080;  // 0 = pick a free port (tests)
   int threads = 2;
   size_t body_limit = 1 << 20;
-  int read_timeout_ms = 30000;
+  int read_timeout_ms = 30000;  // to read one request once it has started
+  int idle_timeout_ms = 60000;  // keep-alive connection with no request in flight
+  int max_connections = 64;     // more are answered 503 and closed
+  std::string tls_cert_file;    // both set = HTTPS (PEM files); both empty = plain HTTP
+  std::string tls_key_file;
   std::string web_root;  // directory with index.html; "" = no static files
 };
 
 class Server {
  public:
   using Handler = std::function<api::Response(const api::Request&)>;
-  static core::Result<std::unique_ptr<Server>> start(const ServerOptions& options, Handler handler);
+  // Called first for every request: a stream to write as text/event-stream, or nullptr with
+  // *refusal at status 0 (not a stream: call the Handler) or set (answer it).
+  using StreamOpener = std::function<std::unique_ptr<core::EventStream>(const api::Request&,
+                                                                        api::Response* refusal)>;
+  static core::Result<std::unique_ptr<Server>> start(const ServerOptions& options, Handler handler,
+                                                     StreamOpener streams = nullptr);
   virtual ~Server() = default;
   virtual uint16_t port() const = 0;
   virtual void stop() = 0;

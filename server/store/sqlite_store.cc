@@ -802,6 +802,40 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  // --- TEMPORARY: placeholders until the suites/schedules/tokens/audit tables land (issue 4). ---
+  static Status notYet() { return Status(StatusCode::kNotSupported, "not implemented yet"); }
+  Result<std::vector<RunRecord>> unfinishedRuns() override { return notYet(); }
+  Status putSuite(const std::string&, const json&, bool) override { return notYet(); }
+  Result<SuiteRecord> getSuite(const std::string&) override { return notYet(); }
+  Result<std::vector<SuiteRecord>> listSuites() override { return notYet(); }
+  Status deleteSuite(const std::string&) override { return notYet(); }
+  Result<int64_t> createSuiteRun(const std::string&, const json&, const std::string&) override {
+    return notYet();
+  }
+  Status setSuiteRunState(int64_t, const std::string&, const std::string&) override {
+    return notYet();
+  }
+  Status appendSuiteRunRun(int64_t, int64_t) override { return notYet(); }
+  Result<SuiteRunRecord> getSuiteRun(int64_t) override { return notYet(); }
+  Result<std::vector<SuiteRunRecord>> listSuiteRuns(int) override { return notYet(); }
+  Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() override { return notYet(); }
+  Result<int64_t> createSchedule(const ScheduleRecord&) override { return notYet(); }
+  Result<ScheduleRecord> getSchedule(int64_t) override { return notYet(); }
+  Result<std::vector<ScheduleRecord>> listSchedules() override { return notYet(); }
+  Status deleteSchedule(int64_t) override { return notYet(); }
+  Status markScheduleFired(int64_t, int64_t, const std::string&) override { return notYet(); }
+  Result<int64_t> createToken(const std::string&, Role, const std::string&) override {
+    return notYet();
+  }
+  Result<TokenRecord> tokenByHash(const std::string&) override { return notYet(); }
+  Result<std::vector<TokenRecord>> listTokens() override { return notYet(); }
+  Status revokeToken(int64_t) override { return notYet(); }
+  Status touchToken(int64_t, int64_t) override { return notYet(); }
+  Result<int64_t> countActiveTokens(Role) override { return notYet(); }
+  Result<int64_t> appendAudit(const AuditRecord&) override { return notYet(); }
+  Result<std::vector<AuditRecord>> listAudit(int, int64_t) override { return notYet(); }
+  // --- end TEMPORARY ---
+
  private:
   static int64_t now() { return core::wallNowMs(); }
 

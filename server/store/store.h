@@ -6,11 +6,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/sample.h"
 #include "core/status.h"
@@ -49,9 +48,9 @@ struct RunFilter {
 
 struct EventRecord {
   int64_t run_id = 0;
-  double t_ms = 0;          // run-relative, steady clock
-  int64_t wall_ms = 0;      // wall clock, for display
-  std::string kind;         // fault_applied, fault_reverted, rank_started, reconnect, ...
+  double t_ms = 0;      // run-relative, steady clock
+  int64_t wall_ms = 0;  // wall clock, for display
+  std::string kind;     // fault_applied, fault_reverted, rank_started, reconnect, ...
   json detail = json::object();
 };
 
@@ -65,6 +64,62 @@ struct JournalEntry {
   int64_t reverted_ms = 0;
 };
 
+// A named, ordered list of scenarios run one after the other with one verdict.
+struct SuiteRecord {
+  std::string name;
+  json document;  // {"name", "description", "scenarios": [...], "fabric"?, "stop_on_failure"?}
+  bool builtin = false;
+  int64_t updated_ms = 0;
+};
+
+struct SuiteRunRecord {
+  int64_t id = 0;
+  std::string suite_name;
+  json suite;  // snapshot of the suite document
+  std::string fabric;
+  std::string state;             // queued, running, passed, failed, aborted, interrupted, error
+  std::vector<int64_t> run_ids;  // in order, as they were started
+  int64_t created_ms = 0;
+  int64_t finished_ms = 0;  // 0 = not yet
+  std::string error;
+};
+
+// A cron schedule that starts a scenario or a suite.
+struct ScheduleRecord {
+  int64_t id = 0;
+  std::string cron;      // 5-field cron expression, UTC
+  std::string scenario;  // exactly one of scenario / suite is set
+  std::string suite;
+  std::string fabric;  // "" = the scenario's or server's default
+  bool enabled = true;
+  int64_t created_ms = 0;
+  int64_t last_fired_ms = 0;  // 0 = never
+  std::string last_result;    // "run 12", "suite run 3", or the error of the last attempt
+};
+
+enum class Role { kViewer = 0, kOperator = 1, kAdmin = 2 };
+
+struct TokenRecord {
+  int64_t id = 0;
+  std::string name;  // who: "admin", "ci-pipeline", "alice"
+  Role role = Role::kViewer;
+  std::string secret_hash;  // hex SHA-256 of the secret; the secret itself is never stored
+  int64_t created_ms = 0;
+  int64_t revoked_ms = 0;    // 0 = active
+  int64_t last_used_ms = 0;  // 0 = never
+};
+
+struct AuditRecord {
+  int64_t id = 0;
+  int64_t wall_ms = 0;
+  std::string actor;  // token name, or "anonymous"
+  std::string role;   // "viewer", "operator", "admin", "" when unauthenticated
+  std::string method;
+  std::string path;
+  int status = 0;                // HTTP status answered
+  json detail = json::object();  // e.g. {"run_id": 7}, {"token_id": 3}
+};
+
 class Store {
  public:
   // Opens (creating if needed) and migrates the database at path; ":memory:" for tests.
@@ -74,11 +129,11 @@ class Store {
   virtual int schemaVersion() = 0;
 
   // Scenarios. put replaces; builtin ones are re-seeded at start-up and cannot be deleted.
-  virtual core::Status putScenario(const std::string& name, const json& document,
-                                   bool builtin) = 0;
+  virtual core::Status putScenario(const std::string& name, const json& document, bool builtin) = 0;
   virtual core::Result<ScenarioRecord> getScenario(const std::string& name) = 0;
   virtual core::Result<std::vector<ScenarioRecord>> listScenarios() = 0;
-  virtual core::Status deleteScenario(const std::string& name) = 0;  // kNotFound, kFailedPrecondition for builtin
+  virtual core::Status deleteScenario(
+      const std::string& name) = 0;  // kNotFound, kFailedPrecondition for builtin
 
   // Runs. Every state change is also recorded as a transition with its time.
   virtual core::Result<int64_t> createRun(const std::string& scenario_name, const json& scenario,
@@ -88,7 +143,8 @@ class Store {
   virtual core::Status finishRun(int64_t id, const std::string& state, std::optional<double> score,
                                  const json& result, const std::string& error) = 0;
   virtual core::Result<RunRecord> getRun(int64_t id) = 0;  // kNotFound
-  virtual core::Result<std::vector<RunRecord>> listRuns(const RunFilter& filter) = 0;  // newest first
+  virtual core::Result<std::vector<RunRecord>> listRuns(
+      const RunFilter& filter) = 0;  // newest first
   // [{"state": "running", "wall_ms": ...}, ...] oldest first.
   virtual core::Result<json> runTransitions(int64_t id) = 0;
   // Runs left in a non-final state by a previous process (crash): marks them interrupted.
@@ -96,7 +152,8 @@ class Store {
 
   // Samples and events.
   virtual core::Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) = 0;
-  virtual core::Result<std::vector<core::Sample>> samples(int64_t run_id) = 0;  // by rank, iteration
+  virtual core::Result<std::vector<core::Sample>> samples(
+      int64_t run_id) = 0;  // by rank, iteration
   virtual core::Status appendEvent(const EventRecord& event) = 0;
   virtual core::Result<std::vector<EventRecord>> events(int64_t run_id) = 0;  // by t_ms
 
@@ -105,6 +162,48 @@ class Store {
                                               const json& prior) = 0;
   virtual core::Status journalMark(int64_t entry_id, const std::string& state) = 0;
   virtual core::Result<std::vector<JournalEntry>> unrevertedJournal() = 0;
+  // Runs whose state is not final (queued or in progress), oldest first.
+  virtual core::Result<std::vector<RunRecord>> unfinishedRuns() = 0;
+
+  // Suites. Like scenarios: put replaces, builtin ones are re-seeded and cannot be deleted.
+  virtual core::Status putSuite(const std::string& name, const json& document, bool builtin) = 0;
+  virtual core::Result<SuiteRecord> getSuite(const std::string& name) = 0;  // kNotFound
+  virtual core::Result<std::vector<SuiteRecord>> listSuites() = 0;
+  virtual core::Status deleteSuite(const std::string& name) = 0;  // kNotFound, kFailedPrecondition
+
+  // Suite runs.
+  virtual core::Result<int64_t> createSuiteRun(const std::string& suite_name, const json& suite,
+                                               const std::string& fabric) = 0;
+  virtual core::Status setSuiteRunState(int64_t id, const std::string& state,
+                                        const std::string& error) = 0;  // sets finished_ms if final
+  virtual core::Status appendSuiteRunRun(int64_t id, int64_t run_id) = 0;
+  virtual core::Result<SuiteRunRecord> getSuiteRun(int64_t id) = 0;                // kNotFound
+  virtual core::Result<std::vector<SuiteRunRecord>> listSuiteRuns(int limit) = 0;  // newest first
+  // Suite runs left unfinished by a previous process: marks them interrupted.
+  virtual core::Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() = 0;
+
+  // Schedules.
+  virtual core::Result<int64_t> createSchedule(const ScheduleRecord& schedule) = 0;
+  virtual core::Result<ScheduleRecord> getSchedule(int64_t id) = 0;  // kNotFound
+  virtual core::Result<std::vector<ScheduleRecord>> listSchedules() = 0;
+  virtual core::Status deleteSchedule(int64_t id) = 0;  // kNotFound
+  virtual core::Status markScheduleFired(int64_t id, int64_t wall_ms,
+                                         const std::string& result) = 0;
+
+  // API tokens (secrets are stored as hashes only) and the audit log.
+  virtual core::Result<int64_t> createToken(const std::string& name, Role role,
+                                            const std::string& secret_hash) = 0;
+  virtual core::Result<TokenRecord> tokenByHash(const std::string& secret_hash) = 0;  // kNotFound
+  virtual core::Result<std::vector<TokenRecord>> listTokens() = 0;
+  virtual core::Status revokeToken(int64_t id) = 0;  // kNotFound; revoking twice is OK
+  virtual core::Status touchToken(int64_t id, int64_t wall_ms) = 0;  // last_used_ms
+  virtual core::Result<int64_t> countActiveTokens(Role at_least) = 0;
+  virtual core::Result<int64_t> appendAudit(const AuditRecord& record) = 0;
+  // Newest first; before_id = 0 for the newest page.
+  virtual core::Result<std::vector<AuditRecord>> listAudit(int limit, int64_t before_id) = 0;
 };
+
+const char* roleName(Role role);                        // "viewer", "operator", "admin"
+core::Result<Role> parseRole(const std::string& name);  // kInvalidArgument naming the choices
 
 }  // namespace fabric_chaos::store
