@@ -1,5 +1,6 @@
 #pragma once
-// The scenario library shipped inside the binary (scenarios/library/*.json).
+// The scenario and suite libraries shipped inside the binary (scenarios/library/*.json and
+// scenarios/library/suites/*.json).
 
 #include <string>
 #include <vector>
@@ -12,5 +13,7 @@ struct BuiltinScenario {
 };
 
 std::vector<BuiltinScenario> builtinScenarios();
+// The suite library (scenarios/library/suites/*.json), as name and suite document.
+std::vector<BuiltinScenario> builtinSuites();
 
 }  // namespace fabric_chaos::app

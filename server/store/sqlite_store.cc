@@ -9,8 +9,10 @@
 #include <array>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,7 +35,7 @@ using internal::Transaction;
 
 // Each entry is applied once, in its own transaction, and bumps PRAGMA user_version to its
 // 1-based position. Never edit a released entry: append a new one.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     // 1: initial schema.
     R"sql(
 CREATE TABLE scenarios (
@@ -106,6 +108,75 @@ CREATE TABLE journal (
 -- Start-up asks for the unreverted entries, a handful among a history that only grows.
 CREATE INDEX journal_unreverted ON journal(id) WHERE state <> 'reverted';
 )sql",
+    // 2: suites, suite runs, schedules, API tokens and the audit log (issue 4).
+    R"sql(
+CREATE TABLE suites (
+  name TEXT PRIMARY KEY NOT NULL,
+  document TEXT NOT NULL,
+  builtin INTEGER NOT NULL DEFAULT 0,
+  updated_ms INTEGER NOT NULL
+);
+
+-- Like runs: a suite run keeps a snapshot of its suite and outlives the suite's deletion.
+CREATE TABLE suite_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  suite_name TEXT NOT NULL,
+  suite TEXT NOT NULL,
+  fabric TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX suite_runs_by_state ON suite_runs(state, id);
+
+-- A join table rather than a JSON array: appending is one INSERT, and the index on run_id answers
+-- "which suite run started this run" for a run summary.
+CREATE TABLE suite_run_runs (
+  suite_run_id INTEGER NOT NULL REFERENCES suite_runs(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  PRIMARY KEY (suite_run_id, position)
+);
+CREATE INDEX suite_run_runs_by_run ON suite_run_runs(run_id);
+
+CREATE TABLE schedules (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  cron TEXT NOT NULL,
+  scenario TEXT NOT NULL DEFAULT '',
+  suite TEXT NOT NULL DEFAULT '',
+  fabric TEXT NOT NULL DEFAULT '',
+  enabled INTEGER NOT NULL DEFAULT 1,
+  created_ms INTEGER NOT NULL,
+  last_fired_ms INTEGER NOT NULL DEFAULT 0,
+  last_result TEXT NOT NULL DEFAULT '',
+  CHECK ((scenario = '') <> (suite = ''))
+);
+
+-- Only the SHA-256 of a secret is stored. Revoked tokens stay, so that the audit log's actor
+-- names keep meaning something.
+CREATE TABLE tokens (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
+  secret_hash TEXT NOT NULL UNIQUE,
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER NOT NULL DEFAULT 0,
+  last_used_ms INTEGER NOT NULL DEFAULT 0
+);
+
+-- Append-only; paged newest first by id.
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  wall_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  role TEXT NOT NULL DEFAULT '',
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  detail TEXT NOT NULL DEFAULT '{}'
+);
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(kMigrations.size());
@@ -115,6 +186,9 @@ constexpr std::string_view kInterrupted = "interrupted";
 // Bound as parameters ?1..?5 of kListUnfinished, so this array is the one definition.
 constexpr std::array<std::string_view, 5> kFinalStates = {"passed", "failed", "aborted",
                                                           kInterrupted, "error"};
+
+// A suite run is queued, then running, then final like a run.
+constexpr std::string_view kRunning = "running";
 
 constexpr std::string_view kJournalIntent = "intent";
 constexpr std::string_view kJournalReverted = "reverted";
@@ -303,6 +377,13 @@ constexpr std::string_view kRunColumns =
     "id, scenario_name, scenario, fabric, state, created_ms, started_ms, finished_ms, score, "
     "result, attributes, error";
 
+constexpr std::string_view kSuiteRunColumns =
+    "id, suite_name, suite, fabric, state, created_ms, finished_ms, error";
+constexpr std::string_view kScheduleColumns =
+    "id, cron, scenario, suite, fabric, enabled, created_ms, last_fired_ms, last_result";
+constexpr std::string_view kTokenColumns =
+    "id, name, role, secret_hash, created_ms, revoked_ms, last_used_ms";
+
 // Every statement the store uses, prepared once at open.
 struct Statements {
   Statement begin, commit, rollback;
@@ -318,10 +399,26 @@ struct Statements {
   Statement insert_sample, list_samples, insert_event, list_events;
 
   Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
+  Statement list_unfinished_runs;
+
+  Statement get_suite_builtin, put_suite, get_suite, list_suites, delete_suite;
+  Statement insert_suite_run, get_suite_run_state, set_suite_run_state, get_suite_run,
+      list_suite_runs, list_suite_run_runs, insert_suite_run_run, list_unfinished_suite_runs;
+
+  Statement insert_schedule, get_schedule, list_schedules, delete_schedule, mark_schedule_fired;
+
+  Statement insert_token, get_token_by_hash, list_tokens, revoke_token, touch_token,
+      count_active_tokens;
+  Statement insert_audit, list_audit;
 };
 
 Status prepareAll(sqlite3* db, Statements& s) {
   const std::string run_select = "SELECT " + std::string(kRunColumns) + " FROM runs ";
+  const std::string suite_run_select =
+      "SELECT " + std::string(kSuiteRunColumns) + " FROM suite_runs ";
+  const std::string schedule_select =
+      "SELECT " + std::string(kScheduleColumns) + " FROM schedules ";
+  const std::string token_select = "SELECT " + std::string(kTokenColumns) + " FROM tokens ";
   const std::pair<Statement*, std::string> all[] = {
       {&s.begin, "BEGIN IMMEDIATE"},
       {&s.commit, "COMMIT"},
@@ -386,6 +483,61 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.list_unreverted,
        "SELECT id, run_id, fault, prior, state, intent_ms, reverted_ms FROM journal "
        "WHERE state <> 'reverted' ORDER BY id"},
+      {&s.list_unfinished_runs, run_select + "WHERE state NOT IN (?1, ?2, ?3, ?4, ?5) ORDER BY id"},
+
+      {&s.get_suite_builtin, "SELECT builtin FROM suites WHERE name = ?1"},
+      {&s.put_suite,
+       "INSERT INTO suites (name, document, builtin, updated_ms) VALUES (?1, ?2, ?3, ?4) "
+       "ON CONFLICT (name) DO UPDATE SET document = excluded.document, "
+       "builtin = excluded.builtin, updated_ms = excluded.updated_ms"},
+      {&s.get_suite, "SELECT name, document, builtin, updated_ms FROM suites WHERE name = ?1"},
+      {&s.list_suites, "SELECT name, document, builtin, updated_ms FROM suites ORDER BY name"},
+      {&s.delete_suite, "DELETE FROM suites WHERE name = ?1"},
+
+      {&s.insert_suite_run,
+       "INSERT INTO suite_runs (suite_name, suite, fabric, state, created_ms) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.get_suite_run_state, "SELECT state FROM suite_runs WHERE id = ?1"},
+      {&s.set_suite_run_state,
+       "UPDATE suite_runs SET state = ?2, finished_ms = ?3, error = ?4 WHERE id = ?1"},
+      {&s.get_suite_run, suite_run_select + "WHERE id = ?1"},
+      {&s.list_suite_runs, suite_run_select + "ORDER BY id DESC LIMIT ?1"},
+      {&s.list_suite_run_runs,
+       "SELECT run_id FROM suite_run_runs WHERE suite_run_id = ?1 ORDER BY position"},
+      // The position is computed inside the INSERT, under the store's write transaction.
+      {&s.insert_suite_run_run,
+       "INSERT INTO suite_run_runs (suite_run_id, position, run_id) VALUES "
+       "(?1, (SELECT count(*) FROM suite_run_runs WHERE suite_run_id = ?1), ?2)"},
+      {&s.list_unfinished_suite_runs,
+       "SELECT id, state FROM suite_runs WHERE state NOT IN (?1, ?2, ?3, ?4, ?5) ORDER BY id"},
+
+      {&s.insert_schedule,
+       "INSERT INTO schedules (cron, scenario, suite, fabric, enabled, created_ms) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&s.get_schedule, schedule_select + "WHERE id = ?1"},
+      {&s.list_schedules, schedule_select + "ORDER BY id"},
+      {&s.delete_schedule, "DELETE FROM schedules WHERE id = ?1"},
+      {&s.mark_schedule_fired,
+       "UPDATE schedules SET last_fired_ms = ?2, last_result = ?3 WHERE id = ?1"},
+
+      {&s.insert_token,
+       "INSERT INTO tokens (name, role, secret_hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
+      {&s.get_token_by_hash, token_select + "WHERE secret_hash = ?1"},
+      {&s.list_tokens, token_select + "ORDER BY id"},
+      // Revoking twice keeps the first time.
+      {&s.revoke_token,
+       "UPDATE tokens SET revoked_ms = CASE WHEN revoked_ms = 0 THEN ?2 ELSE revoked_ms END "
+       "WHERE id = ?1"},
+      {&s.touch_token, "UPDATE tokens SET last_used_ms = ?2 WHERE id = ?1"},
+      {&s.count_active_tokens,
+       "SELECT count(*) FROM tokens WHERE revoked_ms = 0 AND role IN (?1, ?2, ?3)"},
+
+      {&s.insert_audit,
+       "INSERT INTO audit (wall_ms, actor, role, method, path, status, detail) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&s.list_audit,
+       "SELECT id, wall_ms, actor, role, method, path, status, detail FROM audit "
+       "WHERE id < ?2 ORDER BY id DESC LIMIT ?1"},
   };
   for (const auto& [target, sql] : all) {
     auto stmt = Statement::prepare(db, sql);
@@ -802,39 +954,440 @@ class SqliteStore final : public Store {
     return out;
   }
 
-  // --- TEMPORARY: placeholders until the suites/schedules/tokens/audit tables land (issue 4). ---
-  static Status notYet() { return Status(StatusCode::kNotSupported, "not implemented yet"); }
-  Result<std::vector<RunRecord>> unfinishedRuns() override { return notYet(); }
-  Status putSuite(const std::string&, const json&, bool) override { return notYet(); }
-  Result<SuiteRecord> getSuite(const std::string&) override { return notYet(); }
-  Result<std::vector<SuiteRecord>> listSuites() override { return notYet(); }
-  Status deleteSuite(const std::string&) override { return notYet(); }
-  Result<int64_t> createSuiteRun(const std::string&, const json&, const std::string&) override {
-    return notYet();
+  Result<std::vector<RunRecord>> unfinishedRuns() override {
+    std::lock_guard lock(mu_);
+    std::vector<RunRecord> out;
+    Query q(st_.list_unfinished_runs);
+    bindFinalStates(q);
+    while (q.next()) {
+      auto run = readRun(q);
+      if (!run.isOk()) return run.status();
+      out.push_back(std::move(run).value());
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list unfinished runs"));
+    return out;
   }
-  Status setSuiteRunState(int64_t, const std::string&, const std::string&) override {
-    return notYet();
+
+  // --- Suites ---
+
+  Status putSuite(const std::string& name, const json& document, bool builtin) override {
+    if (name.empty()) return Status(StatusCode::kInvalidArgument, "suite name is empty");
+    std::lock_guard lock(mu_);
+    const std::string what = "put suite " + name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      // As for scenarios: a user's edit of a builtin would be undone by the next re-seed.
+      Query q(st_.get_suite_builtin);
+      q.bind(1, name);
+      if (q.next() && q.int64(0) != 0 && !builtin) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "suite " + name + " is builtin and cannot be replaced");
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    {
+      Query q(st_.put_suite);
+      q.bind(1, name).bind(2, dumpJson(document)).bind(3, builtin ? 1 : 0).bind(4, now());
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
   }
-  Status appendSuiteRunRun(int64_t, int64_t) override { return notYet(); }
-  Result<SuiteRunRecord> getSuiteRun(int64_t) override { return notYet(); }
-  Result<std::vector<SuiteRunRecord>> listSuiteRuns(int) override { return notYet(); }
-  Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() override { return notYet(); }
-  Result<int64_t> createSchedule(const ScheduleRecord&) override { return notYet(); }
-  Result<ScheduleRecord> getSchedule(int64_t) override { return notYet(); }
-  Result<std::vector<ScheduleRecord>> listSchedules() override { return notYet(); }
-  Status deleteSchedule(int64_t) override { return notYet(); }
-  Status markScheduleFired(int64_t, int64_t, const std::string&) override { return notYet(); }
-  Result<int64_t> createToken(const std::string&, Role, const std::string&) override {
-    return notYet();
+
+  Result<SuiteRecord> getSuite(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.get_suite);
+    q.bind(1, name);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("get suite " + name));
+      return Status(StatusCode::kNotFound, "suite " + name + " not found");
+    }
+    return readSuite(q);
   }
-  Result<TokenRecord> tokenByHash(const std::string&) override { return notYet(); }
-  Result<std::vector<TokenRecord>> listTokens() override { return notYet(); }
-  Status revokeToken(int64_t) override { return notYet(); }
-  Status touchToken(int64_t, int64_t) override { return notYet(); }
-  Result<int64_t> countActiveTokens(Role) override { return notYet(); }
-  Result<int64_t> appendAudit(const AuditRecord&) override { return notYet(); }
-  Result<std::vector<AuditRecord>> listAudit(int, int64_t) override { return notYet(); }
-  // --- end TEMPORARY ---
+
+  Result<std::vector<SuiteRecord>> listSuites() override {
+    std::lock_guard lock(mu_);
+    std::vector<SuiteRecord> out;
+    Query q(st_.list_suites);
+    while (q.next()) {
+      auto record = readSuite(q);
+      if (!record.isOk()) return record.status();
+      out.push_back(std::move(record).value());
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list suites"));
+    return out;
+  }
+
+  Status deleteSuite(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "delete suite " + name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.get_suite_builtin);
+      q.bind(1, name);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return Status(StatusCode::kNotFound, "suite " + name + " not found");
+      }
+      if (q.int64(0) != 0) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "suite " + name + " is builtin and cannot be deleted");
+      }
+    }
+    {
+      Query q(st_.delete_suite);
+      q.bind(1, name);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  // --- Suite runs ---
+
+  Result<int64_t> createSuiteRun(const std::string& suite_name, const json& suite,
+                                 const std::string& fabric) override {
+    if (suite_name.empty()) return Status(StatusCode::kInvalidArgument, "suite name is empty");
+    std::lock_guard lock(mu_);
+    const std::string what = "create suite run of " + suite_name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_suite_run);
+      q.bind(1, suite_name).bind(2, dumpJson(suite)).bind(3, fabric).bind(4, kQueued);
+      q.bind(5, now());
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Status setSuiteRunState(int64_t id, const std::string& state, const std::string& error) override {
+    const bool final_state = isFinalState(state);
+    if (!final_state && state != kQueued && state != kRunning) {
+      return Status(StatusCode::kInvalidArgument,
+                    "suite run state " + state +
+                        " is not one of queued, running, passed, failed, aborted, interrupted, "
+                        "error");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "set suite run " + std::to_string(id) + " state to " + state;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.get_suite_run_state);
+      q.bind(1, id);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return suiteRunNotFound(id);
+      }
+      // A final verdict is never overwritten: an abort racing the worker's own verdict loses
+      // cleanly instead of flipping a finished suite run.
+      const std::string current = q.text(0);
+      if (isFinalState(current)) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "suite run " + std::to_string(id) + " already finished (" + current + ")");
+      }
+    }
+    {
+      Query q(st_.set_suite_run_state);
+      q.bind(1, id).bind(2, state).bind(3, final_state ? now() : int64_t{0}).bind(4, error);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Status appendSuiteRunRun(int64_t id, int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    const std::string what =
+        "add run " + std::to_string(run_id) + " to suite run " + std::to_string(id);
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.get_suite_run_state);
+      q.bind(1, id);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return suiteRunNotFound(id);
+      }
+    }
+    {
+      Query q(st_.insert_suite_run_run);
+      q.bind(1, id).bind(2, run_id);
+      // The suite run exists (checked above), so a foreign-key failure is the run.
+      Status status = q.exec();
+      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<SuiteRunRecord> getSuiteRun(int64_t id) override {
+    std::lock_guard lock(mu_);
+    std::optional<SuiteRunRecord> record;
+    {
+      Query q(st_.get_suite_run);
+      q.bind(1, id);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext("get suite run " + std::to_string(id)));
+        return suiteRunNotFound(id);
+      }
+      auto read = readSuiteRun(q);
+      if (!read.isOk()) return read.status();
+      record = std::move(read).value();
+    }
+    FC_RETURN_IF_ERROR(loadSuiteRunRuns(*record));
+    return std::move(*record);
+  }
+
+  Result<std::vector<SuiteRunRecord>> listSuiteRuns(int limit) override {
+    if (limit <= 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "suite run list limit must be positive, got " + std::to_string(limit));
+    }
+    std::lock_guard lock(mu_);
+    std::vector<SuiteRunRecord> out;
+    {
+      Query q(st_.list_suite_runs);
+      q.bind(1, limit);
+      while (q.next()) {
+        auto read = readSuiteRun(q);
+        if (!read.isOk()) return read.status();
+        out.push_back(std::move(read).value());
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext("list suite runs"));
+    }
+    for (SuiteRunRecord& record : out) FC_RETURN_IF_ERROR(loadSuiteRunRuns(record));
+    return out;
+  }
+
+  Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() override {
+    std::lock_guard lock(mu_);
+    const std::string what = "interrupt unfinished suite runs";
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    std::vector<std::pair<int64_t, std::string>> unfinished;
+    {
+      Query q(st_.list_unfinished_suite_runs);
+      bindFinalStates(q);
+      while (q.next()) unfinished.emplace_back(q.int64(0), q.text(1));
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    std::vector<int64_t> ids;
+    ids.reserve(unfinished.size());
+    for (const auto& [id, state] : unfinished) {
+      Query q(st_.set_suite_run_state);
+      q.bind(1, id).bind(2, kInterrupted).bind(3, now_ms);
+      q.bind(4, "serve stopped while the suite run was " + state);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+      ids.push_back(id);
+    }
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return ids;
+  }
+
+  // --- Schedules ---
+
+  Result<int64_t> createSchedule(const ScheduleRecord& schedule) override {
+    if (schedule.cron.empty()) {
+      return Status(StatusCode::kInvalidArgument, "schedule cron is empty");
+    }
+    if (schedule.scenario.empty() == schedule.suite.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "schedule needs exactly one of scenario and suite");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "create schedule " + schedule.cron;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_schedule);
+      q.bind(1, schedule.cron).bind(2, schedule.scenario).bind(3, schedule.suite);
+      q.bind(4, schedule.fabric).bind(5, schedule.enabled ? 1 : 0);
+      q.bind(6, schedule.created_ms > 0 ? schedule.created_ms : now());
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Result<ScheduleRecord> getSchedule(int64_t id) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.get_schedule);
+    q.bind(1, id);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("get schedule " + std::to_string(id)));
+      return scheduleNotFound(id);
+    }
+    return readSchedule(q);
+  }
+
+  Result<std::vector<ScheduleRecord>> listSchedules() override {
+    std::lock_guard lock(mu_);
+    std::vector<ScheduleRecord> out;
+    Query q(st_.list_schedules);
+    while (q.next()) out.push_back(readSchedule(q));
+    FC_RETURN_IF_ERROR(q.status().withContext("list schedules"));
+    return out;
+  }
+
+  Status deleteSchedule(int64_t id) override {
+    std::lock_guard lock(mu_);
+    return updateOne(st_.delete_schedule, id, 0, "delete schedule " + std::to_string(id),
+                     scheduleNotFound(id));
+  }
+
+  Status markScheduleFired(int64_t id, int64_t wall_ms, const std::string& result) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "mark schedule " + std::to_string(id) + " fired";
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.mark_schedule_fired);
+      q.bind(1, id).bind(2, wall_ms).bind(3, result);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    if (sqlite3_changes(db_.get()) == 0) return scheduleNotFound(id);
+    return txn.commit().withContext(what);
+  }
+
+  // --- Tokens ---
+
+  Result<int64_t> createToken(const std::string& name, Role role,
+                              const std::string& secret_hash) override {
+    if (name.empty()) return Status(StatusCode::kInvalidArgument, "token name is empty");
+    if (secret_hash.empty()) {
+      return Status(StatusCode::kInvalidArgument, "token secret hash is empty");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "create token " + name;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_token);
+      q.bind(1, name).bind(2, roleName(role)).bind(3, secret_hash).bind(4, now());
+      Status status = q.exec();
+      if (status.origin() == SQLITE_CONSTRAINT_UNIQUE) {
+        return Status(StatusCode::kAlreadyExists, what + ": a token with this secret exists",
+                      status.origin());
+      }
+      FC_RETURN_IF_ERROR(status.withContext(what));
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Result<TokenRecord> tokenByHash(const std::string& secret_hash) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.get_token_by_hash);
+    q.bind(1, secret_hash);
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("look up token"));
+      return Status(StatusCode::kNotFound, "no token has this secret");
+    }
+    auto token = readToken(q);
+    if (!token.isOk()) return token.status();
+    // Same code as an unknown secret, so a caller that only checks isOk() can never accept a
+    // revoked token; the message still says what happened.
+    if (token->revoked_ms != 0) {
+      return Status(StatusCode::kNotFound, "token " + std::to_string(token->id) + " (" +
+                                               token->name + ") has been revoked");
+    }
+    return token;
+  }
+
+  Result<std::vector<TokenRecord>> listTokens() override {
+    std::lock_guard lock(mu_);
+    std::vector<TokenRecord> out;
+    Query q(st_.list_tokens);
+    while (q.next()) {
+      auto token = readToken(q);
+      if (!token.isOk()) return token.status();
+      out.push_back(std::move(token).value());
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list tokens"));
+    return out;
+  }
+
+  Status revokeToken(int64_t id) override {
+    std::lock_guard lock(mu_);
+    return updateOne(st_.revoke_token, id, now(), "revoke token " + std::to_string(id),
+                     tokenNotFound(id));
+  }
+
+  Status touchToken(int64_t id, int64_t wall_ms) override {
+    std::lock_guard lock(mu_);
+    return updateOne(st_.touch_token, id, wall_ms, "touch token " + std::to_string(id),
+                     tokenNotFound(id));
+  }
+
+  Result<int64_t> countActiveTokens(Role at_least) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.count_active_tokens);
+    // Roles below at_least bind as "" and match nothing.
+    int param = 1;
+    for (Role role : {Role::kViewer, Role::kOperator, Role::kAdmin}) {
+      q.bind(param++, role >= at_least ? roleName(role) : "");
+    }
+    if (!q.next()) {
+      FC_RETURN_IF_ERROR(q.status().withContext("count active tokens"));
+      return int64_t{0};
+    }
+    return q.int64(0);
+  }
+
+  // --- Audit ---
+
+  Result<int64_t> appendAudit(const AuditRecord& record) override {
+    std::lock_guard lock(mu_);
+    const std::string what = "append audit entry " + record.method + " " + record.path;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st_.insert_audit);
+      q.bind(1, record.wall_ms > 0 ? record.wall_ms : now()).bind(2, record.actor);
+      q.bind(3, record.role).bind(4, record.method).bind(5, record.path).bind(6, record.status);
+      q.bind(7, dumpJson(record.detail));
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  Result<std::vector<AuditRecord>> listAudit(int limit, int64_t before_id) override {
+    if (limit <= 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "audit list limit must be positive, got " + std::to_string(limit));
+    }
+    if (before_id < 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "audit before id must not be negative, got " + std::to_string(before_id));
+    }
+    std::lock_guard lock(mu_);
+    std::vector<AuditRecord> out;
+    Query q(st_.list_audit);
+    q.bind(1, limit).bind(2, before_id == 0 ? std::numeric_limits<int64_t>::max() : before_id);
+    while (q.next()) {
+      AuditRecord r;
+      r.id = q.int64(0);
+      r.wall_ms = q.int64(1);
+      r.actor = q.text(2);
+      r.role = q.text(3);
+      r.method = q.text(4);
+      r.path = q.text(5);
+      r.status = static_cast<int>(q.int64(6));
+      auto detail = parseJson(q.text(7), "audit entry " + std::to_string(r.id) + " detail");
+      if (!detail.isOk()) return detail.status();
+      r.detail = std::move(detail).value();
+      out.push_back(std::move(r));
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("list audit"));
+    return out;
+  }
 
  private:
   static int64_t now() { return core::wallNowMs(); }
@@ -877,6 +1430,105 @@ class SqliteStore final : public Store {
       FC_RETURN_IF_ERROR(q.exec());
     }
     return addTransition(id, state, now_ms);
+  }
+
+  static Status suiteRunNotFound(int64_t id) {
+    return Status(StatusCode::kNotFound, "suite run " + std::to_string(id) + " not found");
+  }
+  static Status scheduleNotFound(int64_t id) {
+    return Status(StatusCode::kNotFound, "schedule " + std::to_string(id) + " not found");
+  }
+  static Status tokenNotFound(int64_t id) {
+    return Status(StatusCode::kNotFound, "token " + std::to_string(id) + " not found");
+  }
+
+  static void bindFinalStates(Query& q) {
+    for (size_t i = 0; i < kFinalStates.size(); ++i) {
+      q.bind(static_cast<int>(i) + 1, kFinalStates[i]);
+    }
+  }
+
+  // One statement "... WHERE id = ?1" (with ?2 = value when it has one) in its own transaction;
+  // not_found when it matched no row.
+  Status updateOne(Statement& stmt, int64_t id, int64_t value, const std::string& what,
+                   const Status& not_found) {
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(stmt);
+      q.bind(1, id);
+      if (sqlite3_bind_parameter_count(stmt.get()) >= 2) q.bind(2, value);
+      FC_RETURN_IF_ERROR(q.exec().withContext(what));
+    }
+    if (sqlite3_changes(db_.get()) == 0) return not_found;
+    return txn.commit().withContext(what);
+  }
+
+  Status loadSuiteRunRuns(SuiteRunRecord& record) {
+    Query q(st_.list_suite_run_runs);
+    q.bind(1, record.id);
+    while (q.next()) record.run_ids.push_back(q.int64(0));
+    return q.status().withContext("read runs of suite run " + std::to_string(record.id));
+  }
+
+  static Result<SuiteRecord> readSuite(const Query& q) {
+    SuiteRecord r;
+    r.name = q.text(0);
+    auto document = parseJson(q.text(1), "suite " + r.name);
+    if (!document.isOk()) return document.status();
+    r.document = std::move(document).value();
+    r.builtin = q.int64(2) != 0;
+    r.updated_ms = q.int64(3);
+    return r;
+  }
+
+  // Columns in kSuiteRunColumns order; run_ids are loaded separately.
+  static Result<SuiteRunRecord> readSuiteRun(const Query& q) {
+    SuiteRunRecord r;
+    r.id = q.int64(0);
+    r.suite_name = q.text(1);
+    auto suite = parseJson(q.text(2), "suite run " + std::to_string(r.id) + " suite");
+    if (!suite.isOk()) return suite.status();
+    r.suite = std::move(suite).value();
+    r.fabric = q.text(3);
+    r.state = q.text(4);
+    r.created_ms = q.int64(5);
+    r.finished_ms = q.int64(6);
+    r.error = q.text(7);
+    return r;
+  }
+
+  // Columns in kScheduleColumns order.
+  static ScheduleRecord readSchedule(const Query& q) {
+    ScheduleRecord r;
+    r.id = q.int64(0);
+    r.cron = q.text(1);
+    r.scenario = q.text(2);
+    r.suite = q.text(3);
+    r.fabric = q.text(4);
+    r.enabled = q.int64(5) != 0;
+    r.created_ms = q.int64(6);
+    r.last_fired_ms = q.int64(7);
+    r.last_result = q.text(8);
+    return r;
+  }
+
+  // Columns in kTokenColumns order.
+  static Result<TokenRecord> readToken(const Query& q) {
+    TokenRecord r;
+    r.id = q.int64(0);
+    r.name = q.text(1);
+    auto role = parseRole(q.text(2));
+    if (!role.isOk()) {
+      return Status(StatusCode::kInternal,
+                    "token " + std::to_string(r.id) + " has an unknown role " + q.text(2));
+    }
+    r.role = *role;
+    r.secret_hash = q.text(3);
+    r.created_ms = q.int64(4);
+    r.revoked_ms = q.int64(5);
+    r.last_used_ms = q.int64(6);
+    return r;
   }
 
   static Result<ScenarioRecord> readScenario(const Query& q) {

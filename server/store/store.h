@@ -193,7 +193,9 @@ class Store {
   // API tokens (secrets are stored as hashes only) and the audit log.
   virtual core::Result<int64_t> createToken(const std::string& name, Role role,
                                             const std::string& secret_hash) = 0;
-  virtual core::Result<TokenRecord> tokenByHash(const std::string& secret_hash) = 0;  // kNotFound
+  // kNotFound both for an unknown secret and for a revoked token (the message says which), so a
+  // caller that only checks isOk() can never accept a revoked token.
+  virtual core::Result<TokenRecord> tokenByHash(const std::string& secret_hash) = 0;
   virtual core::Result<std::vector<TokenRecord>> listTokens() = 0;
   virtual core::Status revokeToken(int64_t id) = 0;  // kNotFound; revoking twice is OK
   virtual core::Status touchToken(int64_t id, int64_t wall_ms) = 0;  // last_used_ms

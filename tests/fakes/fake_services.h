@@ -1,5 +1,5 @@
 #pragma once
-// Header-only fakes of scenarios::RunService and scenarios::FabricCatalog for API tests. Both
+// Header-only fakes of scenarios::RunService, SuiteService and FabricCatalog for API tests. All
 // record what they were asked and can be told to fail on the Nth call (1-based, counted from
 // construction) through FailSchedule. Thread-safe, as the real ones are.
 
@@ -71,6 +71,71 @@ class FakeRunService : public scenarios::RunService {
   int submitCalls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return submit_failures_.calls();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int64_t next_id_ = 1;
+  FailSchedule submit_failures_;
+  std::vector<Submission> submissions_;
+  std::map<int64_t, core::Status> abort_results_;
+  std::vector<int64_t> abort_calls_;
+};
+
+// Records submitted suites and aborts; ids count up from 1. Fails on the Nth submit like
+// FakeRunService.
+class FakeSuiteService : public scenarios::SuiteService {
+ public:
+  struct Submission {
+    int64_t id = 0;
+    std::string suite_name;
+    nlohmann::json suite;
+    std::string fabric;
+  };
+
+  core::Result<int64_t> submitSuite(const std::string& suite_name, const nlohmann::json& suite,
+                                    const std::string& fabric) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto failure = submit_failures_.next()) return *failure;
+    int64_t id = next_id_++;
+    submissions_.push_back({id, suite_name, suite, fabric});
+    return id;
+  }
+
+  // OK for submitted ids unless told otherwise; unknown ids are kNotFound.
+  core::Status abortSuite(int64_t suite_run_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_calls_.push_back(suite_run_id);
+    if (auto it = abort_results_.find(suite_run_id); it != abort_results_.end()) {
+      return it->second;
+    }
+    for (const Submission& s : submissions_) {
+      if (s.id == suite_run_id) return core::Status::ok();
+    }
+    return core::Status(core::StatusCode::kNotFound,
+                        "suite run " + std::to_string(suite_run_id) + " not found");
+  }
+
+  // --- test controls ---
+  void failSubmitOn(int nth_call, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    submit_failures_.failOn(nth_call, std::move(status));
+  }
+  void setAbortResult(int64_t suite_run_id, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_results_[suite_run_id] = std::move(status);
+  }
+  void setNextId(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_id_ = id;
+  }
+  std::vector<Submission> submissions() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submissions_;
+  }
+  std::vector<int64_t> abortCalls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return abort_calls_;
   }
 
  private:

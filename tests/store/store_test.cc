@@ -14,62 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "tests/store/store_test_support.h"
+
 namespace fabric_chaos::store {
 namespace {
 
 using core::StatusCode;
 
-// A fresh directory per test, removed afterwards with everything SQLite left in it (-wal, -shm).
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_store_XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    if (made == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ignored);
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-// A second, independent connection: sees only what the store really committed to the file.
-class RawDb {
- public:
-  explicit RawDb(const std::string& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
-  }
-  ~RawDb() { sqlite3_close_v2(db_); }
-
-  // First column of the first row, as text; "" when there is no row.
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db_);
-    std::string out;
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
-      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-std::unique_ptr<Store> openOrDie(const std::string& path) {
-  auto store = Store::open(path);
-  EXPECT_TRUE(store.isOk()) << store.status().toString();
-  return store.isOk() ? std::move(store).value() : nullptr;
-}
+using test_support::openOrDie;
+using test_support::RawDb;
+using test_support::TempDir;
 
 class StoreTest : public ::testing::Test {
  protected:
@@ -91,7 +45,7 @@ class StoreTest : public ::testing::Test {
 };
 
 TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
-  EXPECT_EQ(store_->schemaVersion(), 1);
+  EXPECT_EQ(store_->schemaVersion(), 2);
   ASSERT_TRUE(store_->putScenario("flap", json{{"steps", 3}}, false).isOk());
   int64_t run = newRun("flap");
   ASSERT_TRUE(store_->appendSamples(run, {{0, 1, 10.0, 2.5, 1024}}).isOk());
@@ -99,7 +53,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 
   store_ = openOrDie(path_);
   ASSERT_NE(store_, nullptr);
-  EXPECT_EQ(store_->schemaVersion(), 1);
+  EXPECT_EQ(store_->schemaVersion(), 2);
   auto scenario = store_->getScenario("flap");
   ASSERT_TRUE(scenario.isOk()) << scenario.status().toString();
   EXPECT_EQ(scenario->document, (json{{"steps", 3}}));
@@ -115,7 +69,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 TEST_F(StoreTest, FileIsInWalModeWithTheSchemaInPlace) {
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "1");
+  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "2");
   for (const char* table :
        {"scenarios", "runs", "run_transitions", "events", "samples", "journal"}) {
     EXPECT_EQ(raw.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -144,7 +98,7 @@ TEST_F(StoreTest, RefusesASchemaNewerThanTheBinary) {
 TEST(StoreMemoryTest, OpensInMemory) {
   auto store = Store::open(":memory:");
   ASSERT_TRUE(store.isOk()) << store.status().toString();
-  EXPECT_EQ((*store)->schemaVersion(), 1);
+  EXPECT_EQ((*store)->schemaVersion(), 2);
 }
 
 TEST_F(StoreTest, ScenariosCrudAndBuiltinProtection) {
