@@ -90,6 +90,17 @@ Response listAudit(Context& ctx, const Call& call);
 // the run's event stream, or nullptr with *refusal set (404 for an unknown run...).
 std::unique_ptr<core::EventStream> openRunStream(Context& ctx, const Call& call, Response* refusal);
 
+// The JSON shapes of docs/api.md shared by run_handlers.cc and stream_handlers.cc: a run summary,
+// a run event, and one sample with its bus bandwidth for a ring of `world_size` ranks.
+nlohmann::json runSummary(const store::RunRecord& run);
+nlohmann::json eventJson(const store::EventRecord& event);
+nlohmann::json sampleJson(const core::Sample& sample, int world_size);
+// The ring size busbw is computed for: the ranks that reported, or the hosts the scenario names
+// when some rank never reported at all.
+int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& samples);
+// passed, failed, aborted, interrupted, error.
+bool isFinalRunState(const std::string& state);
+
 // Parses a scenario document and validates it: against `fabric_name` when that fabric is
 // registered, otherwise with validateKindsAndTiming (targets cannot be checked without a fabric).
 // kInvalidArgument / kUnprocessable naming the field; a catalog failure other than kNotFound is

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "scenarios/analysis.h"
+#include "server/auth/tokens.h"
 #include "server/store/store.h"
+#include "tests/fakes/fake_random.h"
 #include "tests/fakes/fake_services.h"
 
 namespace fabric_chaos::api {
@@ -75,6 +77,11 @@ class ApiTest : public ::testing::Test {
     fabrics_.add(FakeFabricCatalog::netnsLab(4));
     ASSERT_TRUE(store_->putScenario("builtin-flap", flapScenario("builtin-flap"), true).isOk());
     ASSERT_TRUE(store_->putScenario("my-loss", lossScenario("my-loss"), false).isOk());
+    // Every request of these tests is an admin's: the role checks have their own tests
+    // (auth_api_test.cc).
+    auto admin = auth::issueToken(*store_, random_, "test-admin", store::Role::kAdmin);
+    ASSERT_TRUE(admin.isOk()) << admin.status().toString();
+    token_ = admin->secret;
     api_ = std::make_unique<Api>(deps());
   }
 
@@ -100,6 +107,7 @@ class ApiTest : public ::testing::Test {
     request.method = method;
     request.target = target;
     request.body = body;
+    request.headers["authorization"] = "Bearer " + token_;
     return api_->handle(request);
   }
   Response call(const std::string& method, const std::string& target, const json& body) {
@@ -153,6 +161,8 @@ class ApiTest : public ::testing::Test {
   FakeRunService runs_;
   FakeFabricCatalog fabrics_;
   std::unique_ptr<Api> api_;
+  fakes::FakeRandomSource random_;
+  std::string token_;  // an admin's secret, sent with every call()
 };
 
 void expectError(const Response& response, int status, const std::string& code,
@@ -473,6 +483,8 @@ TEST_F(ApiTest, SubmitRunRejectsAndCreatesNothing) {
   const Case cases[] = {
       {"malformed json", "{\"scenario\": }", 400, "INVALID_ARGUMENT", "malformed JSON at byte 14"},
       {"not an object", "[]", 400, "INVALID_ARGUMENT", "must be a JSON object"},
+      {"number too large for a double", R"({"scenario": "my-loss", "gates": {"min_score": 1e400}})",
+       400, "INVALID_ARGUMENT", "request body cannot be decoded: number overflow parsing '1e400'"},
       {"missing scenario", json{{"fabric", "netns-lab"}}.dump(), 400, "INVALID_ARGUMENT",
        "scenario: required"},
       {"scenario is a number", json{{"scenario", 3}}.dump(), 400, "INVALID_ARGUMENT",
@@ -669,7 +681,7 @@ TEST_F(ApiTest, ExceptionsBecome500) {
     throw std::runtime_error("registry exploded");
   };
   Api api(throwing);
-  Request request{"GET", "/v1/capabilities", {}, ""};
+  Request request{"GET", "/v1/capabilities", {{"authorization", "Bearer " + token_}}, ""};
   Response response = api.handle(request);
   expectError(response, 500, "INTERNAL", "registry exploded");
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -44,8 +45,29 @@ nlohmann::json HttpReply::json() const {
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
+namespace {
+
+std::string& defaultBearerTokenStorage() {
+  static std::string token;  // function-local: no global constructor
+  return token;
+}
+
+}  // namespace
+
+void setDefaultBearerToken(const std::string& token) { defaultBearerTokenStorage() = token; }
+
+const std::string& defaultBearerToken() { return defaultBearerTokenStorage(); }
+
 HttpReply httpRequest(int port, const std::string& method, const std::string& target,
                       const std::string& body) {
+  const std::string& token = defaultBearerToken();
+  return httpRequestWithAuthorization(port, method, target, body,
+                                      token.empty() ? "" : "Bearer " + token);
+}
+
+HttpReply httpRequestWithAuthorization(int port, const std::string& method,
+                                       const std::string& target, const std::string& body,
+                                       const std::string& authorization) {
   HttpReply reply;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
@@ -58,6 +80,7 @@ HttpReply httpRequest(int port, const std::string& method, const std::string& ta
   }
   std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
                         "Connection: close\r\nContent-Type: application/json\r\n" +
+                        (authorization.empty() ? "" : "Authorization: " + authorization + "\r\n") +
                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   size_t sent = 0;
   while (sent < request.size()) {
@@ -173,17 +196,33 @@ namespace {
 
 std::vector<std::string> serveArgs(const std::vector<std::string>& extra_args,
                                    const std::string& dir) {
-  std::vector<std::string> args{
-      std::getenv("FC_BINARY"), "serve",       "--listen",    "127.0.0.1:0", "--db",
-      dir + "/fc.db",           "--state-dir", dir + "/state"};
+  std::vector<std::string> args{std::getenv("FC_BINARY"),
+                                "serve",
+                                "--listen",
+                                "127.0.0.1:0",
+                                "--db",
+                                dir + "/fc.db",
+                                "--state-dir",
+                                dir + "/state",
+                                "--admin-token-file",
+                                dir + "/admin.token"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   return args;
+}
+
+// The first line of the token file, or "" when there is none.
+std::string readTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 }  // namespace
 
 ServeProcess::ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir)
-    : child_(serveArgs(extra_args, dir)) {}
+    : token_file_(dir + "/admin.token"), child_(serveArgs(extra_args, dir)) {}
 
 ServeProcess::~ServeProcess() {
   if (child_.running()) stop(20000);
@@ -191,7 +230,12 @@ ServeProcess::~ServeProcess() {
 
 int ServeProcess::waitForPort(int timeout_ms) {
   static const std::regex kServing(R"(serving on http://127\.0\.0\.1:(\d+))");
-  return child_.waitForPort(kServing, timeout_ms, 50);
+  const int port = child_.waitForPort(kServing, timeout_ms, 50);
+  // serve writes the token file before it listens, so it is complete by now.
+  const bool auth_off = child_.output().find("authentication is OFF") != std::string::npos;
+  token_ = port > 0 && !auth_off ? readTokenFile(token_file_) : "";
+  setDefaultBearerToken(token_);
+  return port;
 }
 
 int ServeProcess::stop(int timeout_ms) { return child_.signalAndWait(SIGINT, timeout_ms, true); }

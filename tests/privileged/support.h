@@ -44,8 +44,18 @@ struct HttpReply {
   std::string body;
   nlohmann::json json() const;
 };
+// Sends `Authorization: Bearer <defaultBearerToken()>` when that is set (ServeProcess sets it to
+// the admin token of the serve it started), so tests written before authentication still work.
 HttpReply httpRequest(int port, const std::string& method, const std::string& target,
                       const std::string& body = "");
+// The same with an explicit Authorization header value; "" sends no Authorization header.
+HttpReply httpRequestWithAuthorization(int port, const std::string& method,
+                                       const std::string& target, const std::string& body,
+                                       const std::string& authorization);
+// The token httpRequest sends by default; "" = none. Process-wide: the tests of one executable
+// run one after the other.
+void setDefaultBearerToken(const std::string& token);
+const std::string& defaultBearerToken();
 
 int64_t steadyNowNs();
 
@@ -79,13 +89,18 @@ class ChildProcess {
   std::string output_;
 };
 
-// `fabric-chaos serve` with its own database and state directory, its stdout collected.
+// `fabric-chaos serve` with its own database, state directory and admin token file (dir/fc.db,
+// dir/state, dir/admin.token), its stdout collected.
 class ServeProcess {
  public:
   ServeProcess(const std::vector<std::string>& extra_args, const std::string& dir);
   ~ServeProcess();
-  // Waits for "serving on http://127.0.0.1:PORT"; returns the port or 0.
+  // Waits for "serving on http://127.0.0.1:PORT"; returns the port or 0. Then reads the admin
+  // token file (written on the first start, kept on later ones) into token() and makes it the
+  // default bearer token of httpRequest; with --no-auth there is none and the default is cleared.
   int waitForPort(int timeout_ms);
+  const std::string& token() const { return token_; }
+  std::string tokenFile() const { return token_file_; }
   // SIGINT and wait; returns the exit code.
   int stop(int timeout_ms);
   // Sends `signo` (e.g. SIGKILL to simulate a crash) and reaps the process.
@@ -93,6 +108,8 @@ class ServeProcess {
   std::string output();
 
  private:
+  std::string token_file_;
+  std::string token_;
   ChildProcess child_;
 };
 
