@@ -189,11 +189,36 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
   return Status::ok();
 }
 
+Status parseStopConditions(const json& obj, const std::string& path, StopConditions& out) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"min_busbw_fraction", "for_ms", "on_rank_death"}));
+  if (find(obj, "min_busbw_fraction") != nullptr) {
+    double fraction = 0;
+    FC_RETURN_IF_ERROR(readNumber(obj, path, "min_busbw_fraction", 0, 1, /*open=*/true,
+                                  "must be a number in (0, 1)", fraction));
+    out.min_busbw_fraction = fraction;
+  }
+  FC_RETURN_IF_ERROR(readTime(obj, path, "for_ms", out.for_ms));
+  if (out.min_busbw_fraction && out.for_ms <= 0) {
+    return invalid(child(path, "for_ms"), "must be > 0 when min_busbw_fraction is set");
+  }
+  if (!out.min_busbw_fraction && find(obj, "for_ms") != nullptr) {
+    // A lone for_ms would silently watch nothing.
+    return invalid(child(path, "for_ms"), "needs min_busbw_fraction");
+  }
+  if (const json* on_death = find(obj, "on_rank_death")) {
+    if (!on_death->is_boolean()) {
+      return invalid(child(path, "on_rank_death"), "must be true or false");
+    }
+    out.on_rank_death = on_death->get<bool>();
+  }
+  return Status::ok();
+}
+
 Status parseInto(const json& doc, Scenario& out) {
-  FC_RETURN_IF_ERROR(
-      checkRoot(doc, "scenario",
-                {"version", "name", "description", "fabric", "workload", "baseline_ms", "steps",
-                 "recovery_ms", "tolerance", "recovered_after", "max_duration_ms", "gates"}));
+  FC_RETURN_IF_ERROR(checkRoot(doc, "scenario",
+                               {"version", "name", "description", "fabric", "workload",
+                                "baseline_ms", "steps", "recovery_ms", "tolerance",
+                                "recovered_after", "max_duration_ms", "gates", "stop_conditions"}));
   const json* version = find(doc, "version");
   if (version == nullptr) return invalid("version", "required");
   if (asInt64(*version) != std::optional<int64_t>(1)) return invalid("version", "must be 1");
@@ -234,6 +259,9 @@ Status parseInto(const json& doc, Scenario& out) {
   FC_RETURN_IF_ERROR(readInt(doc, "", "max_duration_ms", 1000, kMaxTimeMs, out.max_duration_ms));
   if (const json* gates = find(doc, "gates")) {
     FC_RETURN_IF_ERROR(parseGates(*gates, "gates", out.gates));
+  }
+  if (const json* stop = find(doc, "stop_conditions")) {
+    FC_RETURN_IF_ERROR(parseStopConditions(*stop, "stop_conditions", out.stop_conditions));
   }
   return Status::ok();
 }
@@ -309,6 +337,11 @@ json toJson(const Scenario& scenario) {
   if (scenario.gates.min_score) gates["min_score"] = *scenario.gates.min_score;
   if (scenario.gates.max_recovery_ms) gates["max_recovery_ms"] = *scenario.gates.max_recovery_ms;
   if (scenario.gates.min_retained) gates["min_retained"] = *scenario.gates.min_retained;
+  json stop = {{"on_rank_death", scenario.stop_conditions.on_rank_death}};
+  if (scenario.stop_conditions.min_busbw_fraction) {
+    stop["min_busbw_fraction"] = *scenario.stop_conditions.min_busbw_fraction;
+    stop["for_ms"] = scenario.stop_conditions.for_ms;
+  }
   const WorkloadSpec& w = scenario.workload;
   json doc = {{"version", scenario.version},
               {"name", scenario.name},
@@ -326,7 +359,8 @@ json toJson(const Scenario& scenario) {
               {"tolerance", scenario.tolerance},
               {"recovered_after", scenario.recovered_after},
               {"max_duration_ms", scenario.max_duration_ms},
-              {"gates", std::move(gates)}};
+              {"gates", std::move(gates)},
+              {"stop_conditions", std::move(stop)}};
   if (!scenario.fabric.empty()) doc["fabric"] = scenario.fabric;
   return doc;
 }

@@ -54,6 +54,16 @@ struct Gates {
   bool require_survival = true;           // every rank must finish
 };
 
+// When to abort a run early (docs/scenarios.md, "stop_conditions"). Watched from the first fault
+// apply to the end of the recovery window; max_duration_ms (on Scenario) is watched throughout.
+struct StopConditions {
+  // Abort when busbw stays below this fraction of the baseline median for for_ms (an interval with
+  // no completed iteration counts as below). Unset = not watched.
+  std::optional<double> min_busbw_fraction;
+  int64_t for_ms = 0;
+  bool on_rank_death = true;  // abort when a rank exits before the engine stops the workload
+};
+
 struct Scenario {
   int version = 1;
   std::string name;
@@ -64,10 +74,11 @@ struct Scenario {
   int64_t baseline_ms = 3000;
   std::vector<FaultStep> steps;
   int64_t recovery_ms = 5000;
-  double tolerance = 0.10;  // "recovered" = busbw within this fraction of baseline
-  int recovered_after = 5;  // ... for this many consecutive iterations
-  int64_t max_duration_ms = 600000;
+  double tolerance = 0.10;           // "recovered" = busbw within this fraction of baseline
+  int recovered_after = 5;           // ... for this many consecutive iterations
+  int64_t max_duration_ms = 600000;  // also a stop condition: counted from the run's start
   Gates gates;
+  StopConditions stop_conditions;
 
   // Time from workload start to the last revert, plus the recovery window.
   int64_t plannedDurationMs() const;

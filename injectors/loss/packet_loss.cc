@@ -84,8 +84,14 @@ std::vector<std::string> nftLossScripts(const std::string& ifname, double percen
     // priority -500: before anything else on the device, so every packet is counted.
     scripts.push_back("add chain " + chain + " { type filter hook " + hook + " device \"" + ifname +
                       "\" priority -500; policy accept; }");
-    scripts.push_back("add rule " + chain + " counter\nadd rule " + chain + " numgen random mod " +
-                      std::to_string(kNumgenModulus) + " < " + threshold + " counter drop");
+    // At 100 % the threshold equals the modulus, which nft refuses ("Value 1000000 exceeds valid
+    // range 0-999999"): every packet is dropped, so the rule needs no random number at all.
+    const std::string match =
+        nftLossThreshold(percent) >= kNumgenModulus
+            ? std::string()
+            : "numgen random mod " + std::to_string(kNumgenModulus) + " < " + threshold + " ";
+    scripts.push_back("add rule " + chain + " counter\nadd rule " + chain + " " + match +
+                      "counter drop");
   }
   return scripts;
 }

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "scenarios/analysis.h"
+#include "scenarios/engine/stop_conditions.h"
 #include "scenarios/plan.h"
 
 namespace fabric_chaos::scenarios {
@@ -82,15 +83,35 @@ class CompositeWorkload : public agent::WorkloadHandle {
 
 }  // namespace
 
-// One run from start to stored verdict. Lives on the worker thread; abort() and live() reach it
-// under Engine::mu_ and touch only atomics and the recorder's own lock.
+// Why a run ended early, as stored in result.stop.
+struct StopRequest {
+  std::string reason;  // busbw_below, rank_died, max_duration, abort_request
+  std::string detail;
+  std::string error;         // the run's error text
+  int64_t condition_ns = 0;  // steady clock: when the condition became true
+};
+
+// One run from start to stored verdict. Lives on its own thread; the dispatcher, abort() and
+// live() reach it under Engine::mu_ and touch only atomics and state guarded by its own mu_.
 class Engine::RunExecution : public agent::WorkloadListener {
  public:
-  RunExecution(Engine& engine, int64_t run_id) : engine_(engine), run_id_(run_id) {}
+  RunExecution(Engine& engine, int64_t run_id, int port)
+      : engine_(engine), run_id_(run_id), port_(port) {}
 
-  void requestAbort() {
-    abort_requested_ = true;
+  // The first request wins; later ones (a rank dying during an abort) change nothing.
+  void requestStop(StopRequest request) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      stop_ = std::move(request);
+    }
+    stop_requested_ = true;
+    ready_cv_.notify_all();
     engine_.deps_.clock->wake();
+  }
+
+  void requestAbort(const std::string& detail, const std::string& error) {
+    requestStop({"abort_request", detail, error, now()});
   }
 
   LiveStatus live() {
@@ -107,6 +128,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
   }
 
   void execute() {
+    origin_ns_ = now();  // run clock: samples and events are ms from here
     auto record = store().getRun(run_id_);
     if (!record.isOk()) {
       core::logError("run " + std::to_string(run_id_) + ": " + record.status().toString());
@@ -114,11 +136,14 @@ class Engine::RunExecution : public agent::WorkloadListener {
     }
     if (isFinal(record->state)) return;  // aborted while queued
     Status outcome = run(*record);
-    revertAll("run ended");
+    const int reverted = revertAll(stop_requested_ ? "stop condition" : "run ended");
+    const double reverted_ms = msSinceOrigin();
+    stopWatching();
+    stopping_workload_ = true;
     if (workload_) workload_->stop(engine_.options_.stop_grace_ms);
     if (finished_) return;
-    if (abort_requested_) {
-      finish("aborted", std::nullopt, "aborted on request");
+    if (stop_requested_) {
+      finishStopped(reverted, reverted_ms);
     } else if (!outcome.isOk()) {
       finish("error", std::nullopt, outcome.message());
     }
@@ -134,6 +159,12 @@ class Engine::RunExecution : public agent::WorkloadListener {
     sample_count_ += static_cast<int64_t>(samples.size());
     const auto& last = samples.back();
     last_busbw_ = busBandwidthGBps(last.bytes, last.duration_ms, world_);
+    if (busbw_watch_) {
+      for (const auto& s : samples) {
+        busbw_watch_->onIteration(s.start_ms + s.duration_ms,
+                                  busBandwidthGBps(s.bytes, s.duration_ms, world_));
+      }
+    }
   }
 
   void onEvent(int rank, double t_ms, const std::string& kind, const json& detail) override {
@@ -149,23 +180,33 @@ class Engine::RunExecution : public agent::WorkloadListener {
 
   void onRankExit(int rank, int exit_code) override {
     const bool expected = stopping_workload_;
+    const int64_t t_ns = now();
     (void)store().appendEvent({run_id_,
-                               msSinceOrigin(),
+                               msAt(t_ns),
                                core::wallNowMs(),
                                "rank_exit",
                                {{"rank", rank}, {"exit_code", exit_code}, {"expected", expected}}});
-    std::lock_guard lock(mu_);
-    if (!expected || exit_code != 0) {
-      // A rank that dies before we stop it, or fails on the way out, did not survive.
+    bool stop = false;
+    {
+      std::lock_guard lock(mu_);
+      // A rank that dies before we stop it did not survive.
       if (!expected) rank_died_ = true;
+      stop = !expected && watching_ && on_rank_death_;
     }
     ready_cv_.notify_all();
+    if (stop) {
+      const std::string what = "rank " + std::to_string(rank) + " exited unexpectedly (exit code " +
+                               std::to_string(exit_code) + ")";
+      requestStop({"rank_died", what, "stop condition: " + what, t_ns});
+    }
   }
 
  private:
   store::Store& store() { return *engine_.deps_.store; }
   int64_t now() { return engine_.deps_.clock->nowNs(); }
-  double msSinceOrigin() { return static_cast<double>(now() - origin_ns_) / 1e6; }
+  double msAt(int64_t t_ns) const { return static_cast<double>(t_ns - origin_ns_) / 1e6; }
+  double msSinceOrigin() { return msAt(now()); }
+  int64_t nsAt(double ms) const { return origin_ns_ + static_cast<int64_t>(ms * 1e6); }
 
   void setState(const std::string& state) {
     {
@@ -195,18 +236,95 @@ class Engine::RunExecution : public agent::WorkloadListener {
                   (error.empty() ? "" : ": " + error));
   }
 
-  // Sleeps until origin-relative `deadline_ms`; false when an abort interrupted the wait.
+  // Checks the time-based stop conditions (max duration, low busbw) and returns the next instant
+  // one of them could become true.
+  int64_t checkTimedConditions() {
+    const int64_t t = now();
+    const int64_t max_deadline = nsAt(static_cast<double>(max_duration_ms_));
+    if (t >= max_deadline) {
+      const std::string what = "the run exceeded max_duration_ms (" +
+                               std::to_string(max_duration_ms_) + " ms since it started)";
+      requestStop({"max_duration", what, "stop condition: " + what, max_deadline});
+      return t;
+    }
+    int64_t next = max_deadline;
+    std::optional<StopRequest> busbw_stop;
+    {
+      std::lock_guard lock(mu_);
+      if (watching_ && busbw_watch_) {
+        const int64_t condition = nsAt(busbw_watch_->conditionMs());
+        if (t >= condition) {
+          const std::string what = busbwBelowText(busbw_fraction_, busbw_for_ms_);
+          busbw_stop = StopRequest{
+              "busbw_below",
+              what + " (threshold " + std::to_string(busbw_watch_->thresholdGbps()) +
+                  " GB/s; no iteration at or above it since " +
+                  std::to_string(static_cast<int64_t>(busbw_watch_->stretchStartMs())) + " ms)",
+              "stop condition: " + what, condition};
+        } else {
+          next = std::min(next, condition);
+        }
+      }
+    }
+    if (busbw_stop) {
+      requestStop(std::move(*busbw_stop));
+      return t;
+    }
+    return next;
+  }
+
+  // Sleeps until origin-relative `deadline_ms`; false when a stop condition or an abort ended
+  // the wait. Sleeps in short slices: a wake() racing with the start of a sleep is not lost for
+  // more than one slice, and a good iteration that moves the busbw deadline is re-read.
   bool waitUntilMs(double deadline_ms) {
-    const int64_t deadline = origin_ns_ + static_cast<int64_t>(deadline_ms * 1e6);
-    while (!abort_requested_ && now() < deadline) engine_.deps_.clock->sleepUntilNs(deadline);
-    return !abort_requested_;
+    const int64_t deadline = nsAt(deadline_ms);
+    for (;;) {
+      if (stop_requested_) return false;
+      const int64_t next_condition = checkTimedConditions();
+      if (stop_requested_) return false;
+      const int64_t t = now();
+      if (t >= deadline) return true;
+      const int64_t wake_at =
+          std::min({deadline, next_condition, t + kMaxSleepSliceMs * int64_t{1000000}});
+      engine_.deps_.clock->sleepUntilNs(wake_at);
+    }
+  }
+
+  // From the first fault apply to the end of the recovery window.
+  void startWatching() {
+    bool already_dead = false;
+    {
+      std::lock_guard lock(mu_);
+      if (watching_) return;
+      watching_ = true;
+      if (busbw_threshold_) {
+        busbw_watch_.emplace(*busbw_threshold_, static_cast<double>(busbw_for_ms_),
+                             msSinceOrigin());
+      }
+      already_dead = rank_died_ && on_rank_death_;
+    }
+    // A rank lost during the baseline: injecting into a broken ring would measure nothing.
+    if (already_dead) {
+      const std::string what = "a rank exited unexpectedly before the first fault";
+      requestStop({"rank_died", what, "stop condition: " + what, now()});
+    }
+  }
+  void stopWatching() {
+    std::lock_guard lock(mu_);
+    watching_ = false;
   }
 
   Status run(const store::RunRecord& record) {
     auto scenario_result = parseScenario(record.scenario);
     if (!scenario_result.isOk()) return scenario_result.status();
     const Scenario scenario = std::move(scenario_result.value());
-    origin_ns_ = now();  // run clock: samples and events are ms from here
+    tolerance_ = scenario.tolerance;
+    recovered_after_ = scenario.recovered_after;
+    max_duration_ms_ = scenario.max_duration_ms;
+    {
+      std::lock_guard lock(mu_);
+      on_rank_death_ = scenario.stop_conditions.on_rank_death;
+    }
     // Published so that outside observers (tests, operators' own probes) can line their
     // CLOCK_MONOTONIC readings up with the run's timeline.
     (void)store().setRunAttribute(run_id_, "clock_origin_steady_ns", origin_ns_.load());
@@ -222,34 +340,68 @@ class Engine::RunExecution : public agent::WorkloadListener {
     std::vector<agent::RankSpec> ranks;
     std::vector<AgentRef> rank_agents;
     FC_RETURN_IF_ERROR(buildRanks(scenario, *fabric, ranks, rank_agents));
-    world_ = static_cast<int>(ranks.size());
+    {
+      std::lock_guard lock(mu_);
+      world_ = static_cast<int>(ranks.size());
+    }
+    if (stop_requested_) return Status::ok();
     FC_RETURN_IF_ERROR(startWorkload(ranks, rank_agents));
     event("workload_started", {{"ranks", world_},
+                               {"port", port_},
                                {"message_bytes", scenario.workload.message_bytes},
                                {"compute_ms", scenario.workload.compute_ms}});
     FC_RETURN_IF_ERROR(waitForRing());
-    if (abort_requested_) return Status::ok();
+    if (stop_requested_) return Status::ok();
 
     setState("baseline");
     const double baseline_start = msSinceOrigin();
     const double baseline_end = baseline_start + static_cast<double>(scenario.baseline_ms);
     if (!waitUntilMs(baseline_end)) return Status::ok();
+    baseline_ = {baseline_start, baseline_end};
+    FC_RETURN_IF_ERROR(armBusbwCondition(scenario, baseline_start, baseline_end));
 
     setState("injecting");
     FC_RETURN_IF_ERROR(runFaultTimeline(*plan, baseline_end));
-    if (abort_requested_) return Status::ok();
+    if (stop_requested_) return Status::ok();
 
     setState("recovering");
     const double last_revert = lastRevertMs(baseline_end);
     const double observe_end = last_revert + static_cast<double>(scenario.recovery_ms);
     if (!waitUntilMs(observe_end)) return Status::ok();
 
+    stopWatching();
     stopping_workload_ = true;  // from here a rank exit is expected, not a death
     workload_->stop(engine_.options_.stop_grace_ms);
     event("workload_stopped", json::object());
 
     setState("analysing");
     return analyse(scenario, baseline_start, baseline_end, observe_end);
+  }
+
+  // The busbw threshold is a fraction of the baseline median, computed as the analysis will.
+  Status armBusbwCondition(const Scenario& scenario, double baseline_start, double baseline_end) {
+    const StopConditions& stop = scenario.stop_conditions;
+    if (!stop.min_busbw_fraction) return Status::ok();
+    auto samples = store().samples(run_id_);
+    if (!samples.isOk()) return samples.status().withContext("reading the baseline samples");
+    AnalysisParams params;
+    params.world_size = world_;
+    params.baseline_start_ms = baseline_start;
+    params.baseline_end_ms = baseline_end;
+    params.observe_end_ms = baseline_end;
+    const double baseline = analyzeRun(*samples, {}, params, true).baseline_busbw_gbps;
+    const double threshold = *stop.min_busbw_fraction * baseline;
+    {
+      std::lock_guard lock(mu_);
+      busbw_fraction_ = *stop.min_busbw_fraction;
+      busbw_for_ms_ = stop.for_ms;
+      busbw_threshold_ = threshold;
+    }
+    event("stop_condition_armed", {{"condition", "busbw_below"},
+                                   {"baseline_busbw_gbps", baseline},
+                                   {"threshold_gbps", threshold},
+                                   {"for_ms", stop.for_ms}});
+    return Status::ok();
   }
 
   // Records, per fault kind, the backend of the agent that will apply it, and refuses up front a
@@ -323,7 +475,6 @@ class Engine::RunExecution : public agent::WorkloadListener {
     if (hosts.size() < 2) {
       return Status(StatusCode::kUnprocessable, "the workload needs at least 2 hosts");
     }
-    const int port = engine_.options_.base_port + static_cast<int>(run_id_ % 1000);
     const int world = static_cast<int>(hosts.size());
     for (int i = 0; i < world; ++i) {
       const Host& host = *hosts[static_cast<size_t>(i)];
@@ -336,9 +487,9 @@ class Engine::RunExecution : public agent::WorkloadListener {
       spec.world = world;
       spec.netns = host.netns;
       spec.listen_addr = host.nics[0].address;
-      spec.port = port;
+      spec.port = port_;
       spec.next_addr = next.nics[0].address;
-      spec.next_port = port;
+      spec.next_port = port_;
       spec.message_bytes = scenario.workload.message_bytes;
       spec.compute_ms = scenario.workload.compute_ms;
       spec.peer_timeout_ms = scenario.workload.peer_timeout_ms;
@@ -353,22 +504,27 @@ class Engine::RunExecution : public agent::WorkloadListener {
   }
 
   Status waitForRing() {
-    const auto timeout = std::chrono::milliseconds(engine_.options_.ready_timeout_ms);
-    std::unique_lock lock(mu_);
-    const bool ready = ready_cv_.wait_for(
-        lock, timeout, [&] { return ready_ranks_ >= world_ || rank_died_ || abort_requested_; });
-    if (abort_requested_) return Status::ok();
-    if (rank_died_) {
-      return Status(StatusCode::kUnavailable,
-                    "a workload rank exited before the ring formed; see the run's events");
+    const int64_t ready_deadline = now() + int64_t{engine_.options_.ready_timeout_ms} * 1000000;
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        if (stop_requested_) return Status::ok();
+        if (rank_died_) {
+          return Status(StatusCode::kUnavailable,
+                        "a workload rank exited before the ring formed; see the run's events");
+        }
+        if (ready_ranks_ >= world_) return Status::ok();
+        if (now() >= ready_deadline) {
+          return Status(StatusCode::kTimeout,
+                        "the workload ring did not form within " +
+                            std::to_string(engine_.options_.ready_timeout_ms) + " ms (" +
+                            std::to_string(ready_ranks_) + " of " + std::to_string(world_) +
+                            " ranks ready)");
+        }
+        ready_cv_.wait_for(lock, std::chrono::milliseconds(kMaxSleepSliceMs));
+      }
+      (void)checkTimedConditions();
     }
-    if (!ready) {
-      return Status(StatusCode::kTimeout, "the workload ring did not form within " +
-                                              std::to_string(engine_.options_.ready_timeout_ms) +
-                                              " ms (" + std::to_string(ready_ranks_) + " of " +
-                                              std::to_string(world_) + " ranks ready)");
-    }
-    return Status::ok();
   }
 
   struct ActiveFault {
@@ -399,6 +555,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
       if (!waitUntilMs(instant.at_ms)) return Status::ok();
       const PlannedAction& action = plan[instant.index];
       if (instant.apply) {
+        startWatching();
+        if (stop_requested_) return Status::ok();  // a rank died before the first fault
         FC_RETURN_IF_ERROR(applyAction(instant.index, action, instant.at_ms));
       } else {
         revertAction(instant.index, "scheduled", instant.at_ms);
@@ -432,7 +590,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
     if (!applied.isOk()) {
       detail["error"] = applied.message();
       event("fault_error", detail);
-      // A half-applied fault is reverted in full by runFaultTimeline's caller (revertAll).
+      // A half-applied fault is reverted in full by execute() (revertAll).
       return applied.withContext("applying " + action.kind + " on " + action.target.ifname);
     }
     (void)store().journalMark(active.journal_id, "applied");
@@ -442,16 +600,21 @@ class Engine::RunExecution : public agent::WorkloadListener {
     return Status::ok();
   }
 
-  void revertAction(size_t index, const std::string& why, double scheduled_ms) {
+  // True when the fault was reverted (or was not active).
+  bool revertAction(size_t index, const std::string& why, double scheduled_ms) {
     ActiveFault active;
     {
       std::lock_guard lock(mu_);
       auto it = active_.find(index);
-      if (it == active_.end()) return;
+      if (it == active_.end()) return true;
       active = it->second;
     }
+    // On a stop the revert comes first: observing costs time the proof counts.
+    const bool urgent = scheduled_ms < 0 && stop_requested_;
     json observed = json::object();
-    if (auto o = active.agent->observeFault(active.fault); o.isOk()) observed = o.value();
+    if (!urgent) {
+      if (auto o = active.agent->observeFault(active.fault); o.isOk()) observed = o.value();
+    }
     Status reverted = active.agent->revertFault(active.fault, active.prior);
     const double t = msSinceOrigin();
     json detail = {{"step", active.action.step},
@@ -476,15 +639,19 @@ class Engine::RunExecution : public agent::WorkloadListener {
     }
     std::lock_guard lock(mu_);
     active_.erase(index);
+    return reverted.isOk();
   }
 
-  void revertAll(const std::string& why) {
+  // Returns how many faults were reverted.
+  int revertAll(const std::string& why) {
     std::vector<size_t> indices;
     {
       std::lock_guard lock(mu_);
       for (const auto& [index, fault] : active_) indices.push_back(index);
     }
-    for (size_t index : indices) revertAction(index, why, -1);
+    int reverted = 0;
+    for (size_t index : indices) reverted += revertAction(index, why, -1) ? 1 : 0;
+    return reverted;
   }
 
   double lastRevertMs(double fallback) const {
@@ -493,17 +660,27 @@ class Engine::RunExecution : public agent::WorkloadListener {
     return last;
   }
 
-  Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
-                 double observe_end) {
-    auto samples = store().samples(run_id_);
-    if (!samples.isOk()) return samples.status();
-    std::vector<FaultWindow> windows;
+  json windowsJson(std::vector<FaultWindow>& windows) const {
     json windows_json = json::array();
     for (const auto& [step, window] : windows_) {
       windows.push_back({step, window.first, window.second});
       windows_json.push_back(
           {{"step", step}, {"start_ms", window.first}, {"end_ms", window.second}});
     }
+    return windows_json;
+  }
+
+  bool survived() {
+    std::lock_guard lock(mu_);
+    return !rank_died_;
+  }
+
+  Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
+                 double observe_end) {
+    auto samples = store().samples(run_id_);
+    if (!samples.isOk()) return samples.status();
+    std::vector<FaultWindow> windows;
+    json windows_json = windowsJson(windows);
     AnalysisParams params;
     params.world_size = world_;
     params.baseline_start_ms = baseline_start;
@@ -511,12 +688,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
     params.observe_end_ms = observe_end;
     params.tolerance = scenario.tolerance;
     params.recovered_after = scenario.recovered_after;
-    bool survived;
-    {
-      std::lock_guard lock(mu_);
-      survived = !rank_died_;
-    }
-    RunAnalysis analysis = analyzeRun(*samples, windows, params, survived);
+    RunAnalysis analysis = analyzeRun(*samples, windows, params, survived());
     auto verdicts = checkGates(scenario.gates, analysis);
     const bool passed = allPassed(verdicts);
     result_ = {{"analysis", toJson(analysis)},
@@ -531,31 +703,87 @@ class Engine::RunExecution : public agent::WorkloadListener {
     return Status::ok();
   }
 
+  // An aborted run keeps what was measured (with a baseline, its analysis up to the revert) but
+  // never passes: its gates are not evaluated.
+  void finishStopped(int reverted, double reverted_ms) {
+    StopRequest stop;
+    {
+      std::lock_guard lock(mu_);
+      stop = *stop_;
+    }
+    const double condition_ms = std::max(0.0, msAt(stop.condition_ns));
+    result_ = {{"passed", false},
+               {"gates", json::array()},
+               {"stop",
+                {{"reason", stop.reason},
+                 {"detail", stop.detail},
+                 {"condition_ms", condition_ms},
+                 {"reverted_ms", reverted_ms},
+                 {"time_to_revert_ms", reverted_ms - condition_ms},
+                 {"faults_reverted", reverted}}}};
+    event("stopped", result_["stop"]);
+    if (baseline_) {
+      auto samples = store().samples(run_id_);
+      if (samples.isOk()) {
+        std::vector<FaultWindow> windows;
+        result_["fault_windows"] = windowsJson(windows);
+        AnalysisParams params;
+        params.world_size = world_;
+        params.baseline_start_ms = baseline_->first;
+        params.baseline_end_ms = baseline_->second;
+        params.observe_end_ms = reverted_ms;
+        params.tolerance = tolerance_;
+        params.recovered_after = recovered_after_;
+        result_["analysis"] = toJson(analyzeRun(*samples, windows, params, survived()));
+        result_["baseline"] = {{"start_ms", baseline_->first}, {"end_ms", baseline_->second}};
+        result_["observe_end_ms"] = reverted_ms;
+        result_["world_size"] = world_;
+        result_["samples"] = samples->size();
+      }
+    }
+    finish("aborted", std::nullopt, stop.error);
+  }
+
+  static constexpr int64_t kMaxSleepSliceMs = 50;
+
   Engine& engine_;
   const int64_t run_id_;
-  std::atomic<bool> abort_requested_{false};
+  const int port_;
+  std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stopping_workload_{false};
-  bool finished_ = false;  // worker thread only
+  bool finished_ = false;  // run thread only
   std::atomic<int64_t> origin_ns_{0};
-  int world_ = 2;
+  // Run thread only: from the scenario.
+  int64_t max_duration_ms_ = kMaxTimeMs;
+  double tolerance_ = 0.1;
+  int recovered_after_ = 5;
   std::unique_ptr<agent::WorkloadHandle> workload_;
   Fabric fabric_;  // the fabric as resolved when the run started
   json result_ = json::object();
-  // step -> [first apply, last revert], origin-relative ms. Worker thread only.
+  // step -> [first apply, last revert], origin-relative ms. Run thread only.
   std::map<int, std::pair<double, double>> windows_;
+  std::optional<std::pair<double, double>> baseline_;  // run thread only
 
-  std::mutex mu_;  // guards what listener threads and live() share with the worker
+  std::mutex mu_;  // guards what listener threads and live() share with the run thread
   std::condition_variable ready_cv_;
   std::string state_ = "queued";
+  int world_ = 2;
   int ready_ranks_ = 0;
   bool rank_died_ = false;
   int64_t sample_count_ = 0;
   double last_busbw_ = 0;
   std::map<size_t, ActiveFault> active_;
+  std::optional<StopRequest> stop_;
+  bool watching_ = false;  // stop conditions are watched
+  bool on_rank_death_ = true;
+  double busbw_fraction_ = 0;
+  int64_t busbw_for_ms_ = 0;
+  std::optional<double> busbw_threshold_;
+  std::optional<LowBusbwWatch> busbw_watch_;
 };
 
 Engine::Engine(EngineDeps deps, EngineOptions options)
-    : deps_(deps), options_(std::move(options)) {}
+    : deps_(deps), options_(std::move(options)), locks_(options_.max_parallel_runs) {}
 
 Engine::~Engine() { shutdown(); }
 
@@ -596,22 +824,32 @@ core::Result<StartupRecovery> Engine::recoverAtStartup() {
 
 void Engine::start() {
   std::lock_guard lock(mu_);
-  if (worker_.joinable()) return;
-  stopping_ = false;
-  worker_ = std::thread([this] { workerLoop(); });
+  if (started_ || stopping_) return;
+  started_ = true;
+  dirty_ = true;  // runs submitted before start() are waiting
+  dispatcher_ = std::thread([this] { dispatchLoop(); });
 }
 
 void Engine::shutdown() {
   std::vector<int64_t> queued;
   {
     std::lock_guard lock(mu_);
+    if (stopping_ && !dispatcher_.joinable()) return;
     stopping_ = true;
-    if (current_ != nullptr) current_->requestAbort();
-    queued.assign(queue_.begin(), queue_.end());
-    queue_.clear();
+    for (auto& [id, slot] : running_) {
+      slot.execution->requestAbort("serve is shutting down",
+                                   "aborted: serve shut down during the run");
+    }
+    queued.assign(pending_.begin(), pending_.end());
+    for (int64_t id : locks_.queued()) {
+      queued.push_back(id);
+      locks_.dequeue(id);
+    }
+    pending_.clear();
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  // The dispatcher joins every run thread before it returns.
+  if (dispatcher_.joinable()) dispatcher_.join();
   for (int64_t id : queued) {
     (void)deps_.store->finishRun(id, "aborted", std::nullopt, json::object(),
                                  "serve shut down before the run started");
@@ -619,11 +857,16 @@ void Engine::shutdown() {
 }
 
 core::Result<int64_t> Engine::submit(const Scenario& scenario, const std::string& fabric) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
+  }
   auto id = deps_.store->createRun(scenario.name, toJson(scenario), fabric);
   if (!id.isOk()) return id.status();
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(id.value());
+    pending_.push_back(id.value());
+    dirty_ = true;
   }
   cv_.notify_all();
   return id;
@@ -632,48 +875,183 @@ core::Result<int64_t> Engine::submit(const Scenario& scenario, const std::string
 Status Engine::abort(int64_t run_id) {
   auto record = deps_.store->getRun(run_id);
   if (!record.isOk()) return record.status();
-  std::lock_guard lock(mu_);
-  auto queued = std::find(queue_.begin(), queue_.end(), run_id);
-  if (queued != queue_.end()) {
-    queue_.erase(queued);
+  bool was_queued = false;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = std::find(pending_.begin(), pending_.end(), run_id); it != pending_.end()) {
+      pending_.erase(it);
+      was_queued = true;
+    } else if (locks_.dequeue(run_id)) {
+      was_queued = true;
+      dirty_ = true;  // its reservations are gone: a run behind it may start
+    } else if (auto slot = running_.find(run_id); slot != running_.end() && !slot->second.done) {
+      slot->second.execution->requestAbort(
+          "aborted on request (POST /v1/runs/" + std::to_string(run_id) + "/abort)",
+          "aborted on request");
+      return Status::ok();
+    }
+  }
+  if (was_queued) {
+    cv_.notify_all();
     return deps_.store->finishRun(run_id, "aborted", std::nullopt, json::object(),
                                   "aborted before it started");
   }
-  if (current_ != nullptr && current_->live().run_id == run_id) {
-    current_->requestAbort();
-    return Status::ok();
-  }
+  auto latest = deps_.store->getRun(run_id);
   return Status(StatusCode::kFailedPrecondition,
-                "run " + std::to_string(run_id) + " has already finished (" + record->state + ")");
+                "run " + std::to_string(run_id) + " has already finished (" +
+                    (latest.isOk() ? latest->state : record->state) + ")");
 }
 
 std::optional<LiveStatus> Engine::live(int64_t run_id) {
   std::lock_guard lock(mu_);
-  if (current_ == nullptr) return std::nullopt;
-  LiveStatus status = current_->live();
-  if (status.run_id != run_id) return std::nullopt;
+  auto slot = running_.find(run_id);
+  if (slot == running_.end()) return std::nullopt;
+  LiveStatus status = slot->second.execution->live();
+  // Finished but not yet reaped by the dispatcher: the store has the final word.
+  if (isFinal(status.state)) return std::nullopt;
   return status;
 }
 
-void Engine::workerLoop() {
-  for (;;) {
-    int64_t run_id;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      run_id = queue_.front();
-      queue_.pop_front();
-    }
-    RunExecution execution(*this, run_id);
-    {
-      std::lock_guard lock(mu_);
-      current_ = &execution;
-      if (stopping_) execution.requestAbort();
-    }
-    execution.execute();
+std::set<std::string> Engine::targetsOf(int64_t run_id) {
+  // A run whose targets cannot be worked out holds nothing: it fails on the same error before it
+  // touches the fabric.
+  auto record = deps_.store->getRun(run_id);
+  if (!record.isOk()) return {};
+  auto scenario = parseScenario(record->scenario);
+  if (!scenario.isOk()) return {};
+  auto fabric = deps_.fabrics->get(record->fabric);
+  if (!fabric.isOk()) return {};
+  auto targets = runTargets(*scenario, *fabric);
+  return targets.isOk() ? std::move(targets.value()) : std::set<std::string>{};
+}
+
+int Engine::pickPort(int64_t run_id) const {
+  // Concurrent runs never share a host, so equal ports could not collide on a wire; distinct ports
+  // still keep a rank that outlives its run (a lost engine) from meeting the next run's ranks.
+  std::set<int> used;
+  for (const auto& [id, slot] : running_) used.insert(slot.port);
+  const int span = 1000;
+  const int first = static_cast<int>(run_id % span);
+  for (int i = 0; i < span; ++i) {
+    const int port = options_.base_port + (first + i) % span;
+    if (used.count(port) == 0) return port;
+  }
+  return options_.base_port + first;
+}
+
+void Engine::launch(int64_t run_id) {
+  Slot& slot = running_[run_id];
+  slot.port = pickPort(run_id);
+  slot.execution = std::make_unique<RunExecution>(*this, run_id, slot.port);
+  if (stopping_)
+    slot.execution->requestAbort("serve is shutting down",
+                                 "aborted: serve shut down during the run");
+  slot.thread = std::thread([this, run_id] { runThread(run_id); });
+}
+
+void Engine::runThread(int64_t run_id) {
+  RunExecution* execution;
+  {
     std::lock_guard lock(mu_);
-    current_ = nullptr;
+    execution = running_.at(run_id).execution.get();
+  }
+  execution->execute();
+  {
+    std::lock_guard lock(mu_);
+    locks_.release(run_id);
+    running_.at(run_id).done = true;
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Engine::recordWaits(const std::map<int64_t, WaitReason>& changed) {
+  for (const auto& [id, reason] : changed) {
+    json doc = {
+        {"runs", reason.holders}, {"queued_before", reason.ahead}, {"targets", reason.targets}};
+    std::string why;
+    if (reason.capacity) {
+      why = "every run slot is busy (max_parallel_runs " +
+            std::to_string(options_.max_parallel_runs) + ")";
+    } else if (!reason.holders.empty()) {
+      why = "targets held by run";
+      for (size_t i = 0; i < reason.holders.size(); ++i) {
+        why += (i == 0 ? " " : ", ") + std::to_string(reason.holders[i]);
+      }
+      if (!reason.ahead.empty()) why += " (and wanted by earlier queued runs)";
+    } else {
+      why = "targets wanted by earlier queued run";
+      for (size_t i = 0; i < reason.ahead.size(); ++i) {
+        why += (i == 0 ? " " : ", ") + std::to_string(reason.ahead[i]);
+      }
+    }
+    doc["reason"] = why;
+    (void)deps_.store->setRunAttribute(id, "waiting_for", doc);
+    (void)deps_.store->appendEvent({id, 0, core::wallNowMs(), "waiting", doc});
+  }
+}
+
+void Engine::dispatchLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || dirty_; });
+    if (stopping_) break;
+    dirty_ = false;
+    // Threads of finished runs: they released their targets already.
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (!it->second.done) {
+        ++it;
+        continue;
+      }
+      std::thread t = std::move(it->second.thread);
+      lock.unlock();
+      t.join();
+      lock.lock();
+      it = running_.erase(it);
+    }
+    // Targets need the store and the fabric: worked out without the lock, in queue order.
+    const std::vector<int64_t> pending(pending_.begin(), pending_.end());
+    lock.unlock();
+    std::vector<std::pair<int64_t, std::set<std::string>>> computed;
+    for (int64_t id : pending) computed.emplace_back(id, targetsOf(id));
+    lock.lock();
+    if (stopping_) break;
+    for (auto& [id, targets] : computed) {
+      auto it = std::find(pending_.begin(), pending_.end(), id);
+      if (it == pending_.end()) continue;  // aborted meanwhile
+      pending_.erase(it);
+      locks_.enqueue(id, std::move(targets));
+    }
+    for (int64_t id : locks_.admit()) {
+      if (last_waits_.count(id) != 0) {
+        last_waits_.erase(id);
+        (void)deps_.store->setRunAttribute(id, "waiting_for", nullptr);
+      }
+      launch(id);
+    }
+    std::map<int64_t, WaitReason> changed;
+    for (const auto& [id, reason] : locks_.waiting()) {
+      auto last = last_waits_.find(id);
+      if (last == last_waits_.end() || last->second != reason) changed[id] = reason;
+    }
+    for (auto it = last_waits_.begin(); it != last_waits_.end();) {
+      it = locks_.waiting().count(it->first) != 0 ? std::next(it) : last_waits_.erase(it);
+    }
+    for (const auto& [id, reason] : changed) last_waits_[id] = reason;
+    if (!changed.empty()) {
+      lock.unlock();
+      recordWaits(changed);
+      lock.lock();
+    }
+  }
+  // Shutting down: every running run has been asked to stop; wait for each to revert and end.
+  while (!running_.empty()) {
+    auto it = running_.begin();
+    std::thread t = std::move(it->second.thread);
+    lock.unlock();
+    if (t.joinable()) t.join();
+    lock.lock();
+    running_.erase(it->first);
   }
 }
 

@@ -63,6 +63,20 @@ TEST(PacketLossTranslation, Scripts) {
   EXPECT_EQ(nftLossScripts("e", 1, {"egress"}).size(), 3u);
 }
 
+TEST(PacketLossTranslation, FullLossDropsWithoutNumgen) {
+  // nft refuses "numgen random mod 1000000 < 1000000"; 100 % (and above) is a plain drop.
+  for (double percent : {100.0, 150.0}) {
+    auto scripts = nftLossScripts("p1", percent, {"ingress"});
+    ASSERT_EQ(scripts.size(), 3u);
+    EXPECT_EQ(scripts[2],
+              "add rule netdev fc_loss_p1 loss_ingress counter\n"
+              "add rule netdev fc_loss_p1 loss_ingress counter drop")
+        << percent;
+  }
+  EXPECT_NE(nftLossScripts("p1", 99.9999, {"ingress"})[2].find("< 999999 counter drop"),
+            std::string::npos);
+}
+
 TEST(PacketLossTranslation, CountersSumOverChains) {
   json listing = json::parse(R"({"nftables": [
     {"metainfo": {"version": "1.0.6", "json_schema_version": 1}},

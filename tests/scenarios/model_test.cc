@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,8 @@ json validDoc() {
     "recovered_after": 3,
     "max_duration_ms": 120000,
     "gates": {"min_score": 20, "max_recovery_ms": 4000, "min_retained": 0.5,
-              "require_survival": false}
+              "require_survival": false},
+    "stop_conditions": {"min_busbw_fraction": 0.05, "for_ms": 2000, "on_rank_death": false}
   })");
 }
 
@@ -67,6 +69,9 @@ TEST(ParseScenarioTest, ParsesEveryField) {
   EXPECT_EQ(s.gates.max_recovery_ms, 4000.0);
   EXPECT_EQ(s.gates.min_retained, 0.5);
   EXPECT_FALSE(s.gates.require_survival);
+  EXPECT_EQ(s.stop_conditions.min_busbw_fraction, 0.05);
+  EXPECT_EQ(s.stop_conditions.for_ms, 2000);
+  EXPECT_FALSE(s.stop_conditions.on_rank_death);
 }
 
 TEST(ParseScenarioTest, MinimalDocumentGetsDefaults) {
@@ -90,6 +95,32 @@ TEST(ParseScenarioTest, MinimalDocumentGetsDefaults) {
   EXPECT_FALSE(s.gates.max_recovery_ms.has_value());
   EXPECT_FALSE(s.gates.min_retained.has_value());
   EXPECT_TRUE(s.gates.require_survival);
+  // Only rank death stops a run unless the scenario asks for more.
+  EXPECT_FALSE(s.stop_conditions.min_busbw_fraction.has_value());
+  EXPECT_EQ(s.stop_conditions.for_ms, 0);
+  EXPECT_TRUE(s.stop_conditions.on_rank_death);
+}
+
+TEST(ParseScenarioTest, StopConditionsAreAllOptional) {
+  struct Case {
+    json stop;
+    std::optional<double> fraction;
+    int64_t for_ms;
+    bool on_rank_death;
+  };
+  const std::vector<Case> cases = {
+      {json::object(), std::nullopt, 0, true},
+      {{{"on_rank_death", false}}, std::nullopt, 0, false},
+      {{{"min_busbw_fraction", 0.5}, {"for_ms", 1}}, 0.5, 1, true},
+      {{{"min_busbw_fraction", 0.999}, {"for_ms", kMaxTimeMs}}, 0.999, kMaxTimeMs, true},
+  };
+  for (const auto& c : cases) {
+    auto parsed = parseScenario(json{{"version", 1}, {"name", "s"}, {"stop_conditions", c.stop}});
+    ASSERT_TRUE(parsed.isOk()) << c.stop.dump() << ": " << parsed.status().toString();
+    EXPECT_EQ(parsed->stop_conditions.min_busbw_fraction, c.fraction) << c.stop.dump();
+    EXPECT_EQ(parsed->stop_conditions.for_ms, c.for_ms) << c.stop.dump();
+    EXPECT_EQ(parsed->stop_conditions.on_rank_death, c.on_rank_death) << c.stop.dump();
+  }
 }
 
 TEST(ParseScenarioTest, AcceptsRangeBoundaries) {
@@ -227,6 +258,26 @@ std::vector<ParseErrorCase> parseErrorCases() {
        "gates.min_retained: must be a number in [0, 1]"},
       {"RequireSurvival", [](json& d) { d["gates"]["require_survival"] = "yes"; },
        "gates.require_survival: must be true or false"},
+      {"StopNotObject", [](json& d) { d["stop_conditions"] = 1; },
+       "stop_conditions: must be a JSON object"},
+      {"StopUnknown", [](json& d) { d["stop_conditions"]["min_busbw"] = 0.5; },
+       "stop_conditions.min_busbw: unknown field"},
+      {"StopFractionZero", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = 0; },
+       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
+      {"StopFractionOne", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = 1; },
+       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
+      {"StopFractionString", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = "5%"; },
+       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
+      {"StopForMsMissing", [](json& d) { d["stop_conditions"].erase("for_ms"); },
+       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set"},
+      {"StopForMsZero", [](json& d) { d["stop_conditions"]["for_ms"] = 0; },
+       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set"},
+      {"StopForMsNegative", [](json& d) { d["stop_conditions"]["for_ms"] = -1; },
+       "stop_conditions.for_ms: must be a non-negative integer"},
+      {"StopForMsAlone", [](json& d) { d["stop_conditions"].erase("min_busbw_fraction"); },
+       "stop_conditions.for_ms: needs min_busbw_fraction"},
+      {"StopOnRankDeath", [](json& d) { d["stop_conditions"]["on_rank_death"] = 1; },
+       "stop_conditions.on_rank_death: must be true or false"},
   };
 }
 
@@ -281,6 +332,9 @@ TEST(RoundTripTest, ParsedDocumentSurvivesToJsonAndBack) {
   EXPECT_EQ(a.gates.max_recovery_ms, b.gates.max_recovery_ms);
   EXPECT_EQ(a.gates.min_retained, b.gates.min_retained);
   EXPECT_EQ(a.gates.require_survival, b.gates.require_survival);
+  EXPECT_EQ(a.stop_conditions.min_busbw_fraction, b.stop_conditions.min_busbw_fraction);
+  EXPECT_EQ(a.stop_conditions.for_ms, b.stop_conditions.for_ms);
+  EXPECT_EQ(a.stop_conditions.on_rank_death, b.stop_conditions.on_rank_death);
 }
 
 TEST(RoundTripTest, ScenarioBuiltInCodeRoundTrips) {

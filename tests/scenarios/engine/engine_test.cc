@@ -11,6 +11,7 @@
 #include "core/steady_clock.h"
 #include "lab/netns_lab.h"
 #include "tests/fakes/fake_agent.h"
+#include "tests/scenarios/engine/engine_fixture.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -18,73 +19,9 @@ namespace {
 using nlohmann::json;
 using testing::FakeAgent;
 
-class StaticCatalog : public FabricCatalog {
- public:
-  explicit StaticCatalog(Fabric fabric) : fabric_(std::move(fabric)) {}
-  std::vector<Fabric> list() override { return {fabric_}; }
-  core::Result<Fabric> get(const std::string& name) override {
-    if (name == fabric_.name) return fabric_;
-    return core::Status(core::StatusCode::kNotFound, "fabric " + name + " is not registered");
-  }
+class EngineTest : public EngineFixture {};
 
- private:
-  Fabric fabric_;
-};
-
-Scenario flapScenario(int count = 2) {
-  auto parsed =
-      parseScenario(json{{"version", 1},
-                         {"name", "engine-flap"},
-                         {"workload", {{"message_bytes", 65536}, {"compute_ms", 1}}},
-                         {"baseline_ms", 500},
-                         {"steps",
-                          {{{"kind", "link_flap"},
-                            {"target", {{"host", "h1"}}},
-                            {"at_ms", 0},
-                            {"params", {{"down_ms", 200}, {"up_ms", 200}, {"count", count}}}}}},
-                         {"recovery_ms", 600},
-                         {"recovered_after", 3},
-                         {"gates", {{"require_survival", true}}}});
-  EXPECT_TRUE(parsed.isOk()) << parsed.status().toString();
-  return parsed.value();
-}
-
-class EngineTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened.value());
-    lab::LabOptions lab_options;
-    lab_options.hosts = 4;
-    catalog_ = std::make_unique<StaticCatalog>(lab::describeLab(lab_options));
-    engine_ = std::make_unique<Engine>(EngineDeps{store_.get(), &agents_, catalog_.get(), &clock_},
-                                       EngineOptions{5000, 17000, 1000});
-  }
-
-  std::string waitForState(int64_t id, const std::vector<std::string>& states, int timeout_ms) {
-    const int64_t deadline = core::steadyNowNs() + int64_t{timeout_ms} * 1000000;
-    std::string state;
-    while (core::steadyNowNs() < deadline) {
-      auto run = store_->getRun(id);
-      if (run.isOk()) state = run->state;
-      for (const auto& s : states) {
-        if (state == s) return state;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return state;
-  }
-
-  FakeAgent agent_;
-  SingleAgentDirectory agents_{agent_};
-  core::SteadyClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<StaticCatalog> catalog_;
-  std::unique_ptr<Engine> engine_;
-};
-
-const std::vector<std::string> kFinal{"passed", "failed", "aborted", "error", "interrupted"};
+const std::vector<std::string>& kFinal = kFinalStates;
 
 TEST_F(EngineTest, ARunGoesThroughEveryStateAndRevertsEveryPhase) {
   engine_->start();
@@ -160,6 +97,17 @@ TEST_F(EngineTest, AbortRevertsAnActiveFaultAtOnce) {
   EXPECT_LT(revert_ms, 1000);
   EXPECT_EQ(waitForState(*id, kFinal, 5000), "aborted");
   EXPECT_TRUE(store_->unrevertedJournal()->empty());
+  auto run = store_->getRun(*id);
+  const json& stop = run->result["stop"];
+  EXPECT_EQ(stop["reason"], "abort_request") << run->result.dump(2);
+  EXPECT_EQ(run->error, "aborted on request");
+  EXPECT_GE(stop["time_to_revert_ms"].get<double>(), 0);
+  EXPECT_LT(stop["time_to_revert_ms"].get<double>(), 1000);
+  EXPECT_EQ(stop["faults_reverted"], 1);
+  EXPECT_FALSE(run->result["passed"].get<bool>());
+  // With a baseline behind it, what was measured is kept.
+  EXPECT_TRUE(run->result.contains("analysis")) << run->result.dump(2);
+  EXPECT_FALSE(run->score.has_value());
   // A finished run cannot be aborted again.
   EXPECT_EQ(engine_->abort(*id).code(), core::StatusCode::kFailedPrecondition);
   EXPECT_EQ(engine_->abort(999).code(), core::StatusCode::kNotFound);
@@ -179,10 +127,12 @@ TEST_F(EngineTest, AHalfAppliedFaultIsRevertedAndTheRunEndsInError) {
   EXPECT_TRUE(store_->unrevertedJournal()->empty());
 }
 
-TEST_F(EngineTest, ARankThatDiesFailsTheSurvivalGate) {
+TEST_F(EngineTest, WithoutTheRankDeathStopConditionADeadRankFailsTheSurvivalGate) {
   agent_.rank_dies_after_first_apply = true;
   engine_->start();
-  auto id = engine_->submit(flapScenario(1), "netns-lab");
+  Scenario scenario = flapScenario(1);
+  scenario.stop_conditions.on_rank_death = false;
+  auto id = engine_->submit(scenario, "netns-lab");
   ASSERT_TRUE(id.isOk());
   EXPECT_EQ(waitForState(*id, kFinal, 15000), "failed");
   auto run = store_->getRun(*id);
