@@ -335,22 +335,33 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
 
 Status checkTargetAllowed(const injectors::InterfaceTarget& target,
                           const std::vector<std::string>& allowed,
-                          const std::vector<std::string>& management) {
+                          const std::vector<std::string>& management, bool empty_allows_any,
+                          std::string_view remedy) {
   const std::string name =
       target.netns.empty() ? target.ifname : target.netns + "/" + target.ifname;
+  const std::string shown = target.netns.empty() ? name + " (initial namespace)" : name;
   if (target.netns.empty() &&
       std::find(management.begin(), management.end(), target.ifname) != management.end()) {
     return Status(StatusCode::kPermissionDenied,
-                  "fault target " + name +
+                  "fault target " + shown +
                       " is this agent's management interface (it carries the controller's "
                       "connection); the agent never injects faults on it");
   }
-  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), name) != allowed.end()) {
+  if ((allowed.empty() && empty_allows_any) ||
+      std::find(allowed.begin(), allowed.end(), name) != allowed.end()) {
     return Status::ok();
   }
-  return Status(StatusCode::kPermissionDenied,
-                "fault target " + name + " is not on this agent's allowlist (" + joined(allowed) +
-                    "); restart the agent with --allow to change it");
+  // A fabric-derived list can be long: the first few are enough to show what it looks like.
+  constexpr size_t kShown = 8;
+  std::vector<std::string> head(
+      allowed.begin(),
+      allowed.begin() + static_cast<std::ptrdiff_t>(std::min(allowed.size(), kShown)));
+  std::string listed = allowed.empty() ? "empty" : joined(head);
+  if (allowed.size() > kShown)
+    listed += ", ... " + std::to_string(allowed.size() - kShown) + " more";
+  return Status(StatusCode::kPermissionDenied, "fault target " + shown +
+                                                   " is not on this agent's allowlist (" + listed +
+                                                   "); " + std::string(remedy));
 }
 
 json rankSpecToJson(const RankSpec& spec) {

@@ -63,11 +63,13 @@ std::string defaultRouteInterface(const std::string& proc_net_route);
 bool constantTimeEquals(std::string_view a, std::string_view b);
 
 // Whether a fault may touch target: the management interfaces (in the agent's own namespace) never,
-// otherwise anything when `allowed` is empty, else only a listed "ifname" (agent's own namespace)
-// or "netns/ifname". kPermissionDenied says which rule refused.
-core::Status checkTargetAllowed(const injectors::InterfaceTarget& target,
-                                const std::vector<std::string>& allowed,
-                                const std::vector<std::string>& management);
+// otherwise anything when `allowed` is empty (nothing when !empty_allows_any: the agent embedded in
+// serve, whose list comes from the registered fabrics), else only a listed "ifname" (agent's own
+// namespace) or "netns/ifname". kPermissionDenied says which rule refused and ends with `remedy`.
+core::Status checkTargetAllowed(
+    const injectors::InterfaceTarget& target, const std::vector<std::string>& allowed,
+    const std::vector<std::string>& management, bool empty_allows_any = true,
+    std::string_view remedy = "restart the agent with --allow to change it");
 
 // Wire format shared with RemoteAgent. The decoders reject unknown fields (a typo must not
 // silently change a run) with kInvalidArgument naming the field.

@@ -9,7 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "agent/agent_service.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "workload/report.h"
 
 namespace fabric_chaos::agent {
@@ -170,13 +172,30 @@ Status LocalAgent::validateFault(const std::string& kind, const nlohmann::json& 
   return injector->validate(params);
 }
 
+Status LocalAgent::checkTarget(const injectors::InterfaceTarget& target) const {
+  if (!options_.guard.allowed) return Status::ok();
+  return checkTargetAllowed(target, options_.guard.allowed(), options_.guard.management,
+                            /*empty_allows_any=*/false,
+                            "add it with --allow-interface or register a fabric that contains it");
+}
+
 core::Result<nlohmann::json> LocalAgent::captureFault(const injectors::Fault& fault) {
+  // The engine captures before it journals and applies: refusing here leaves no journal entry.
+  if (Status s = checkTarget(fault.target); !s.isOk()) {
+    core::logWarn("local agent: refused " + fault.kind + ": " + s.message());
+    return s;
+  }
   auto injector = find(fault.kind);
   if (!injector.isOk()) return injector.status();
   return (*injector)->capture(fault);
 }
 
 Status LocalAgent::applyFault(const injectors::Fault& fault) {
+  // Checked again: the list may have shrunk (a lab went down) since the capture.
+  if (Status s = checkTarget(fault.target); !s.isOk()) {
+    core::logWarn("local agent: refused " + fault.kind + ": " + s.message());
+    return s;
+  }
   auto injector = find(fault.kind);
   if (!injector.isOk()) return injector.status();
   return (*injector)->apply(fault);

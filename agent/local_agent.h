@@ -2,10 +2,14 @@
 // The agent embedded in `serve`: drives the injector registry directly and starts workload ranks
 // as child processes of this binary inside the lab's namespaces. Each rank's stdout (the report
 // line protocol, workload/report.h) is read by one thread that turns it into samples and events
-// for the listener. Thread-safe.
+// for the listener. In serve it also guards the blast radius: captureFault/applyFault refuse an
+// interface off its allowlist (kPermissionDenied, nothing touched); revertFault never checks, so a
+// fault applied under an older list is still undone. Thread-safe.
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "injectors/registry.h"
@@ -13,9 +17,20 @@
 
 namespace fabric_chaos::agent {
 
+// Which interfaces the embedded agent may fault. Without `allowed` there is no guard: that is
+// `fabric-chaos agent`, whose AgentService checks its own --allow list before calling the agent.
+struct TargetGuard {
+  // "netns/ifname", or "ifname" in the initial namespace. Called on every capture and apply, so
+  // that a fabric registered after start-up (`lab up` in another process) is seen at once.
+  std::function<std::vector<std::string>()> allowed;
+  // Initial-namespace interfaces that carry serve's own connections: refused even when listed.
+  std::vector<std::string> management;
+};
+
 struct LocalAgentOptions {
-  std::string self_exe;  // the fabric-chaos binary, started as `self_exe workload ...`
-  std::string log_dir;   // rank stderr goes to <log_dir>/rank-<n>.log; "" = inherit
+  std::string self_exe;    // the fabric-chaos binary, started as `self_exe workload ...`
+  std::string log_dir;     // rank stderr goes to <log_dir>/rank-<n>.log; "" = inherit
+  TargetGuard guard = {};  // no guard unless set (agent mode)
 };
 
 class LocalAgent : public Agent {
@@ -32,6 +47,10 @@ class LocalAgent : public Agent {
   core::Result<std::unique_ptr<WorkloadHandle>> startWorkload(const std::vector<RankSpec>& ranks,
                                                               int64_t origin_ns,
                                                               WorkloadListener* listener) override;
+
+  // Whether the guard lets a fault touch target (ok when there is no guard): the check
+  // captureFault and applyFault make, exposed so that callers can refuse before planning.
+  core::Status checkTarget(const injectors::InterfaceTarget& target) const;
 
   // The argv that starts one rank (exposed for tests).
   static std::vector<std::string> rankArgv(const std::string& self_exe, const RankSpec& spec);

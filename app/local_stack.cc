@@ -2,8 +2,14 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <system_error>
+
+#include "core/log.h"
 
 namespace fabric_chaos::app {
 
@@ -22,12 +28,99 @@ std::string selfExePath() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).string();
 }
 
-LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir)
+std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>& fabrics) {
+  std::set<std::string> names;
+  auto add = [&](const std::string& netns, const std::string& ifname) {
+    if (!ifname.empty()) names.insert(netns.empty() ? ifname : netns + "/" + ifname);
+  };
+  for (const auto& fabric : fabrics) {
+    for (const auto& host : fabric.hosts) {
+      if (!(host.agent.empty() || host.agent == "local")) continue;
+      for (const auto& nic : host.nics) add(host.netns, nic.name);
+    }
+    // Switch ports are always driven by the embedded agent (the engine sends switch-side faults
+    // to "local").
+    for (const auto& sw : fabric.switches) {
+      for (const auto& port : sw.ports) add(sw.netns, port);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    const size_t slash = item.find('/');
+    const std::string netns = slash == std::string::npos ? "" : item.substr(0, slash);
+    const std::string ifname = slash == std::string::npos ? item : item.substr(slash + 1);
+    // IFNAMSIZ is 16 with the terminating NUL.
+    if ((slash != std::string::npos && netns.empty()) || ifname.empty() || ifname.size() > 15 ||
+        ifname.find('/') != std::string::npos || item.find(' ') != std::string::npos) {
+      return core::Status(core::StatusCode::kInvalidArgument,
+                          "--allow-interface: \"" + item +
+                              "\" is not NS/IF or IF (an interface name of 1-15 characters, "
+                              "optionally after a namespace and a slash)");
+    }
+    out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<std::string> serveManagementInterfaces(const std::string& listen_address,
+                                                   const std::string& proc_net_route,
+                                                   const std::vector<agent::NetdevInfo>& netdevs) {
+  std::set<std::string> names{"lo"};
+  if (std::string route = agent::defaultRouteInterface(proc_net_route); !route.empty()) {
+    names.insert(route);
+  }
+  const bool wildcard = listen_address.empty() || listen_address == "0.0.0.0" ||
+                        listen_address == "::" || listen_address == "[::]";
+  if (!wildcard) {
+    for (const auto& dev : netdevs) {
+      if (!dev.address.empty() && dev.address == listen_address) names.insert(dev.name);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
+                                        const ServeGuardOptions& options) {
+  agent::TargetGuard guard;
+  guard.allowed = [&fabrics, extra = options.extra_allowed] {
+    std::vector<std::string> allowed = fabricFaultTargets(fabrics.list());
+    for (const auto& name : extra) {
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) allowed.push_back(name);
+    }
+    return allowed;
+  };
+  if (options.allow_management) {
+    core::logWarn(
+        "serve: --allow-management-interface: faults MAY TARGET THE INTERFACES CARRYING THIS "
+        "SERVER'S OWN API AND AGENT CONNECTIONS (lo, the default route's) when they are on the "
+        "allowlist; a fault there can cut this server off");
+    return guard;
+  }
+  std::ifstream route_file("/proc/net/route");
+  std::ostringstream route;
+  route << route_file.rdbuf();
+  auto probe = agent::makeSystemHostProbe();
+  guard.management =
+      serveManagementInterfaces(options.listen_address, route.str(), probe->netdevs());
+  return guard;
+}
+
+LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
+                       agent::TargetGuard guard)
     : links(sys::makeNetlinkLinkControl()),
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
       registry(injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()})),
       launcher(sys::makeForkExecLauncher()),
-      local_agent(*registry, *launcher, {self_exe, log_dir}) {}
+      local_agent(*registry, *launcher, {self_exe, log_dir, std::move(guard)}) {}
 
 }  // namespace fabric_chaos::app

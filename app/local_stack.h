@@ -2,19 +2,24 @@
 // The real injector adapters, the fault registry over them and the LocalAgent that drives both:
 // what `serve` and `agent` each run faults and ranks on this host with. Members are built in
 // declaration order and destroyed in reverse, so the agent never outlives what it points at.
-// Built once by the main thread; not movable.
+// Built once by the main thread; not movable. Also builds serve's blast-radius guard for the
+// embedded agent (allowlist from the registered fabrics plus --allow-interface, management
+// interfaces never); the guard's functions are pure except makeServeTargetGuard, which reads /proc.
 
 #include <signal.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/process.h"
 #include "injectors/sys/qdisc.h"
+#include "scenarios/services.h"
 
 namespace fabric_chaos::app {
 
@@ -25,9 +30,40 @@ sigset_t blockStopSignals();
 // The running fabric-chaos binary (/proc/self/exe), or "" when it cannot be read.
 std::string selfExePath();
 
+// Every interface the embedded agent may fault on these fabrics, as "netns/ifname" ("ifname" in
+// the initial namespace): each switch port, and each NIC of a host the local agent drives (a host
+// with a remote agent URL is that agent's business: its "eth0" is not this machine's). Sorted,
+// no duplicates.
+std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>& fabrics);
+
+// --allow-interface's value: comma-separated "NS/IF" or "IF" (initial namespace). kInvalidArgument
+// naming the bad entry.
+core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text);
+
+// The initial-namespace interfaces that carry serve's own API and agent connections: lo, the
+// default route's interface (from the text of /proc/net/route) and the one holding
+// listen_address (lo for a loopback address; none more for a wildcard). Sorted, no duplicates.
+std::vector<std::string> serveManagementInterfaces(const std::string& listen_address,
+                                                   const std::string& proc_net_route,
+                                                   const std::vector<agent::NetdevInfo>& netdevs);
+
+struct ServeGuardOptions {
+  std::string listen_address;              // serve's --listen address, without the port
+  std::vector<std::string> extra_allowed;  // --allow-interface, parsed
+  bool allow_management = false;           // --allow-management-interface
+};
+
+// Serve's guard: allowed = fabricFaultTargets(fabrics.list()) + extra_allowed, re-read on every
+// check; management = serveManagementInterfaces from this host's /proc/net/route and netdevs, or
+// none when allow_management (logged as a warning).
+agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
+                                        const ServeGuardOptions& options);
+
 struct LocalStack {
-  // `self_exe` is started as `self_exe workload ...`; rank logs go to `log_dir`.
-  LocalStack(const std::string& self_exe, const std::string& log_dir);
+  // `self_exe` is started as `self_exe workload ...`; rank logs go to `log_dir`. Without a guard
+  // the agent faults any interface (agent mode, where AgentService checks first).
+  LocalStack(const std::string& self_exe, const std::string& log_dir,
+             agent::TargetGuard guard = {});
   LocalStack(const LocalStack&) = delete;
   LocalStack& operator=(const LocalStack&) = delete;
 

@@ -1,6 +1,8 @@
 // LocalAgent: report lines become run-relative samples and events, ranks are started with the
 // right arguments, and a real child's stdout is read to the end (a shell script stands in for
-// the workload binary, so no root or namespace is needed).
+// the workload binary, so no root or namespace is needed). Serve's blast-radius guard: targets off
+// the allowlist are refused before any adapter call, reverts are never blocked, and the allowlist
+// is built from the registered fabrics (app/local_stack.h) over fake adapters.
 
 #include "agent/local_agent.h"
 
@@ -12,9 +14,14 @@
 #include <fstream>
 #include <mutex>
 
+#include "app/local_stack.h"
 #include "core/clock.h"
 #include "injectors/registry.h"
 #include "injectors/sys/process.h"
+#include "tests/fakes/fake_links.h"
+#include "tests/fakes/fake_nftables.h"
+#include "tests/fakes/fake_process.h"
+#include "tests/fakes/fake_qdiscs.h"
 #include "workload/report.h"
 
 namespace fabric_chaos::agent {
@@ -157,6 +164,237 @@ TEST(LocalAgent, UnknownKindsListTheValidOnes) {
   auto status = agent.validateFault("smoke", {});
   EXPECT_EQ(status.code(), core::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("unknown fault kind \"smoke\""), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blast-radius guard (serve's embedded agent)
+
+using core::Status;
+using core::StatusCode;
+using injectors::Fault;
+
+class GuardedLocalAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* ns : {"fcl-sw0", "fcl-extra"}) {
+      links_.addLink(ns, {"p0", 0, true, true, ""});
+      links_.addLink(ns, {"p1", 0, true, true, ""});
+    }
+    links_.addLink("", {"eth0", 0, true, true, ""});
+    links_.addLink("", {"lo", 0, true, true, ""});
+    registry_ = injectors::makeRegistry({&links_, &nft_, &qdiscs_});
+  }
+
+  std::unique_ptr<LocalAgent> make(std::vector<std::string>* allowed,
+                                   std::vector<std::string> management = {"eth0", "lo"}) {
+    LocalAgentOptions options;
+    options.guard.allowed = [allowed] { return *allowed; };
+    options.guard.management = std::move(management);
+    return std::make_unique<LocalAgent>(*registry_, launcher_, options);
+  }
+
+  static Fault flap(const std::string& netns, const std::string& ifname) {
+    return {"link_flap", {netns, ifname}, {{"down_ms", 1000}}};
+  }
+
+  // Every adapter call that could change the system: none may happen for a refused target.
+  int mutations() const {
+    return links_.mutatingCalls() + nft_.mutatingCalls() + qdiscs_.mutatingCalls();
+  }
+
+  fakes::FakeLinks links_;
+  fakes::FakeNftables nft_;
+  fakes::FakeQdiscs qdiscs_;
+  fakes::FakeProcessLauncher launcher_;
+  std::unique_ptr<injectors::Registry> registry_;
+};
+
+TEST_F(GuardedLocalAgent, AnInterfaceOffTheAllowlistIsRefusedAndNothingIsTouched) {
+  std::vector<std::string> allowed{"fcl-sw0/p0", "fcl-sw0/p1"};
+  auto agent = make(&allowed);
+  const int before = mutations();
+  const size_t link_calls = links_.calls().size();
+  for (const Fault& fault : {flap("fcl-extra", "p0"), flap("", "p0"), flap("fcl-sw0", "p7")}) {
+    auto capture = agent->captureFault(fault);
+    ASSERT_FALSE(capture.isOk());
+    EXPECT_EQ(capture.status().code(), StatusCode::kPermissionDenied);
+    Status apply = agent->applyFault(fault);
+    EXPECT_EQ(apply.code(), StatusCode::kPermissionDenied) << apply.toString();
+    EXPECT_NE(apply.message().find("is not on this agent's allowlist (fcl-sw0/p0, fcl-sw0/p1)"),
+              std::string::npos)
+        << apply.message();
+    EXPECT_NE(apply.message().find("--allow-interface or register a fabric"), std::string::npos);
+  }
+  // Not even read: the refusal comes before the injector.
+  EXPECT_EQ(links_.calls().size(), link_calls);
+  EXPECT_EQ(mutations(), before);
+  EXPECT_TRUE(links_.link("fcl-extra", "p0")->admin_up);
+
+  // The message names the initial namespace for a bare interface name.
+  Status bare = agent->applyFault(flap("", "p0"));
+  EXPECT_NE(bare.message().find("fault target p0 (initial namespace) is not on"), std::string::npos)
+      << bare.message();
+
+  // A listed target goes through.
+  ASSERT_TRUE(agent->captureFault(flap("fcl-sw0", "p1")).isOk());
+  ASSERT_TRUE(agent->applyFault(flap("fcl-sw0", "p1")).isOk());
+  EXPECT_FALSE(links_.link("fcl-sw0", "p1")->admin_up);
+  EXPECT_TRUE(links_.link("fcl-extra", "p1")->admin_up);
+}
+
+TEST_F(GuardedLocalAgent, AnEmptyAllowlistAllowsNothing) {
+  std::vector<std::string> allowed;
+  auto agent = make(&allowed);
+  Status s = agent->applyFault(flap("fcl-sw0", "p0"));
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("allowlist (empty)"), std::string::npos) << s.message();
+  EXPECT_EQ(mutations(), 0);
+}
+
+TEST_F(GuardedLocalAgent, ManagementInterfacesAreRefusedEvenWhenListed) {
+  std::vector<std::string> allowed{"eth0", "lo", "fcl-sw0/p0"};
+  auto agent = make(&allowed);
+  for (const char* name : {"eth0", "lo"}) {
+    Status s = agent->applyFault(flap("", name));
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << name;
+    EXPECT_NE(s.message().find("management interface"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(mutations(), 0);
+  EXPECT_TRUE(links_.link("", "eth0")->admin_up);
+
+  // The same name inside a namespace is another interface.
+  allowed.push_back("fcl-sw0/lo");
+  links_.addLink("fcl-sw0", {"lo", 0, true, true, ""});
+  EXPECT_TRUE(agent->applyFault(flap("fcl-sw0", "lo")).isOk());
+
+  // --allow-management-interface: no management list, so a listed eth0 is allowed.
+  auto unguarded_mgmt = make(&allowed, {});
+  EXPECT_TRUE(unguarded_mgmt->applyFault(flap("", "eth0")).isOk());
+  EXPECT_FALSE(links_.link("", "eth0")->admin_up);
+}
+
+TEST_F(GuardedLocalAgent, RevertIsNeverBlockedSoOlderFaultsAreStillUndone) {
+  std::vector<std::string> allowed{"fcl-sw0/p0"};
+  auto agent = make(&allowed);
+  auto prior = agent->captureFault(flap("fcl-sw0", "p0"));
+  ASSERT_TRUE(prior.isOk());
+  ASSERT_TRUE(agent->applyFault(flap("fcl-sw0", "p0")).isOk());
+  ASSERT_FALSE(links_.link("fcl-sw0", "p0")->admin_up);
+
+  // The lab that held it is gone from the list (or serve restarted with a narrower one): start-up
+  // recovery must still bring the link back.
+  allowed.clear();
+  EXPECT_EQ(agent->applyFault(flap("fcl-sw0", "p0")).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(agent->revertFault(flap("fcl-sw0", "p0"), *prior).isOk());
+  EXPECT_TRUE(links_.link("fcl-sw0", "p0")->admin_up);
+  // Observing is read-only and stays possible too.
+  EXPECT_TRUE(agent->observeFault(flap("fcl-sw0", "p0")).isOk());
+}
+
+TEST_F(GuardedLocalAgent, TheListIsReadOnEveryCheckSoANewFabricIsSeenAtOnce) {
+  std::vector<std::string> allowed;
+  auto agent = make(&allowed);
+  EXPECT_FALSE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+  allowed.push_back("fcl-sw0/p0");
+  EXPECT_TRUE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+  allowed.clear();
+  EXPECT_FALSE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+}
+
+TEST_F(GuardedLocalAgent, WithoutAGuardEverythingIsAllowed) {
+  // `fabric-chaos agent`: its AgentService checks --allow before the LocalAgent is called.
+  LocalAgent agent(*registry_, launcher_, {});
+  EXPECT_TRUE(agent.checkTarget({"", "eth0"}).isOk());
+  EXPECT_TRUE(agent.applyFault(flap("fcl-extra", "p0")).isOk());
+}
+
+// The allowlist of serve, from the registered fabrics (app/local_stack.h).
+
+scenarios::Fabric labFabric() {
+  scenarios::Fabric fabric;
+  fabric.name = "netns-lab";
+  for (int i = 0; i < 2; ++i) {
+    scenarios::Host host;
+    host.name = "h" + std::to_string(i);
+    host.netns = "fcl-h" + std::to_string(i);
+    host.nics = {{"eth0", "10.200.0." + std::to_string(i + 1)}};
+    fabric.hosts.push_back(host);
+  }
+  fabric.switches.push_back({"sw0", "fcl-sw0", "br0", {"p0", "p1"}, {}});
+  return fabric;
+}
+
+TEST(FabricFaultTargets, EveryLocalHostNicAndEverySwitchPort) {
+  scenarios::Fabric vm;
+  vm.name = "vm-lab";
+  scenarios::Host guest;
+  guest.name = "vm0";
+  guest.netns = "";  // the guest's own namespace, not this machine's
+  guest.agent = "http://127.0.0.1:7100";
+  guest.nics = {{"eth1", "10.10.0.1"}};
+  vm.hosts.push_back(guest);
+  vm.switches.push_back({"sw0", "fcv-sw0", "br0", {"tap0", "p0"}, {}});
+  EXPECT_EQ(app::fabricFaultTargets({labFabric(), vm, labFabric()}),
+            (std::vector<std::string>{"fcl-h0/eth0", "fcl-h1/eth0", "fcl-sw0/p0", "fcl-sw0/p1",
+                                      "fcv-sw0/p0", "fcv-sw0/tap0"}));
+  EXPECT_TRUE(app::fabricFaultTargets({}).empty());
+}
+
+TEST(ParseInterfaceList, NamespacedAndInitialNamespaceEntries) {
+  auto list = app::parseInterfaceList("fcl-extra/veth0, eth2,,ns/x");
+  ASSERT_TRUE(list.isOk()) << list.status().toString();
+  EXPECT_EQ(*list, (std::vector<std::string>{"fcl-extra/veth0", "eth2", "ns/x"}));
+  EXPECT_TRUE(app::parseInterfaceList("")->empty());
+  for (const char* bad : {"/eth0", "ns/", "a/b/c", "ns/averyveryverylongname", "e th0"}) {
+    auto parsed = app::parseInterfaceList(bad);
+    ASSERT_FALSE(parsed.isOk()) << bad;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find("--allow-interface"), std::string::npos);
+  }
+}
+
+TEST(ServeManagementInterfaces, LoopbackDefaultRouteAndTheListenInterface) {
+  const std::string route =
+      "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+      "ens3\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+      "ens4\t0002A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+  std::vector<NetdevInfo> netdevs{{"lo", "127.0.0.1", "", "unknown", 65536},
+                                  {"ens3", "192.168.2.10", "", "up", 1500},
+                                  {"ens4", "192.168.0.7", "", "up", 1500}};
+  EXPECT_EQ(app::serveManagementInterfaces("127.0.0.1", route, netdevs),
+            (std::vector<std::string>{"ens3", "lo"}));
+  EXPECT_EQ(app::serveManagementInterfaces("192.168.0.7", route, netdevs),
+            (std::vector<std::string>{"ens3", "ens4", "lo"}));
+  EXPECT_EQ(app::serveManagementInterfaces("0.0.0.0", "", netdevs),
+            (std::vector<std::string>{"lo"}));
+}
+
+class FixedCatalog : public scenarios::FabricCatalog {
+ public:
+  std::vector<scenarios::Fabric> list() override { return fabrics; }
+  core::Result<scenarios::Fabric> get(const std::string& name) override {
+    for (const auto& f : fabrics) {
+      if (f.name == name) return f;
+    }
+    return Status(StatusCode::kNotFound, name);
+  }
+  std::vector<scenarios::Fabric> fabrics;
+};
+
+TEST(ServeTargetGuard, FabricsPlusExtraInterfacesReadLive) {
+  FixedCatalog catalog;
+  TargetGuard guard = app::makeServeTargetGuard(catalog, {"127.0.0.1", {"fcl-extra/v0"}, false});
+  ASSERT_TRUE(guard.allowed);
+  EXPECT_EQ(guard.allowed(), (std::vector<std::string>{"fcl-extra/v0"}));
+  catalog.fabrics.push_back(labFabric());
+  auto allowed = guard.allowed();
+  EXPECT_EQ(allowed.size(), 5u);
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), "fcl-sw0/p1"), allowed.end());
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), "fcl-extra/v0"), allowed.end());
+  // This machine's loopback always carries serve's own connections.
+  EXPECT_NE(std::find(guard.management.begin(), guard.management.end(), "lo"),
+            guard.management.end());
+  EXPECT_TRUE(app::makeServeTargetGuard(catalog, {"127.0.0.1", {}, true}).management.empty());
 }
 
 }  // namespace
