@@ -1,8 +1,10 @@
 #pragma once
-// The HTTP transport (Boost.Beast): accepts connections, enforces limits (body 1 MiB -> 413,
-// header size, read/idle timeouts), turns each request into an api::Request, and serves static
-// dashboard files under "/". Runs its io_context on its own threads; start() returns once
-// listening, stop() closes the acceptor and every session and joins the threads.
+// The HTTP transport (Boost.Beast, optionally TLS via OpenSSL): accepts connections, enforces
+// limits (body 1 MiB -> 413, header 16 KiB -> 431, connections -> 503, read/idle timeouts), turns
+// each request into an api::Request, writes event streams (text/event-stream) and serves static
+// dashboard files under "/". Runs its io_context on its own threads; start() fails with a Status
+// naming the address or the unusable certificate/key, returns once listening; stop() closes the
+// acceptor, every session and every event stream, and joins the threads.
 
 #include <cstdint>
 #include <functional>

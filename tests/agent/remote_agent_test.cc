@@ -337,14 +337,13 @@ TEST(ParseHttpUrl, AcceptsHttpUrlsAndExplainsTheRest) {
   ASSERT_TRUE(v6.isOk());
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->port, 7100);
-  for (const std::string bad : {"https://x:1", "ftp://x", "127.0.0.1:7100", "http://:80",
-                                "http://x:99999", "http://x:7a", "http://[::1", "http://x/?a=1"}) {
+  for (const std::string bad : {"ftp://x", "127.0.0.1:7100", "http://:80", "http://x:99999",
+                                "http://x:7a", "http://[::1", "http://x/?a=1"}) {
     auto url = net::parseHttpUrl(bad);
     EXPECT_FALSE(url.isOk()) << bad;
     EXPECT_EQ(url.status().code(), core::StatusCode::kInvalidArgument) << bad;
   }
-  EXPECT_NE(net::parseHttpUrl("https://x:1").status().message().find("https is not supported"),
-            std::string::npos);
+  EXPECT_NE(net::parseHttpUrl("ftp://x").status().message().find("ftp"), std::string::npos);
 }
 
 TEST(HttpClient, ABadBaseUrlFailsEveryRequest) {

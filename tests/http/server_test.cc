@@ -5,7 +5,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -17,10 +19,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "net/http_client.h"
+#include "tests/http/tls_test_support.h"
 
 namespace fabric_chaos::http {
 namespace {
@@ -99,6 +106,30 @@ class Client {
     return read();
   }
 
+  // Raw bytes appended to *seen until it contains `needle` (true), or the peer closed or 10 s
+  // passed (false). Bypasses Beast so that a stream that never ends cannot hang the test.
+  bool readRawUntil(const std::string& needle, std::string* seen) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (seen->find(needle) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd pfd{socket_.native_handle(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
+      char chunk[4096];
+      const ssize_t n = ::recv(socket_.native_handle(), chunk, sizeof chunk, 0);
+      if (n <= 0) return false;
+      seen->append(chunk, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  void close() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
   // True when the server closed the connection (EOF, or a reset after it closed).
   bool closedByPeer() {
     char byte;
@@ -113,33 +144,14 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_http_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::filesystem::path path() const { return path_; }
-  void write(const std::string& relative, const std::string& content) const {
-    std::filesystem::path file = path_ / relative;
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << content;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using fabric_chaos::testing::TempDir;
 
 std::unique_ptr<Server> startServer(ServerOptions options = {},
-                                    Server::Handler handler = echoHandler) {
+                                    Server::Handler handler = echoHandler,
+                                    Server::StreamOpener streams = nullptr) {
   options.address = "127.0.0.1";
   options.port = 0;
-  auto server = Server::start(options, std::move(handler));
+  auto server = Server::start(options, std::move(handler), std::move(streams));
   EXPECT_TRUE(server.isOk()) << server.status().toString();
   if (!server.isOk()) return nullptr;
   EXPECT_NE(server.value()->port(), 0);
@@ -423,6 +435,352 @@ TEST(ServerTest, BindFailureNamesTheAddress) {
   ASSERT_FALSE(bad.isOk());
   EXPECT_EQ(bad.status().code(), core::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("not-an-address"));
+}
+
+// --- limits and timeouts ---------------------------------------------------------------------
+
+// Polls `condition` every 10 ms for up to 5 s (a generous bound, not a timing assertion).
+bool eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+TEST(ServerTest, ConnectionsOverTheLimitGet503AndAreClosed) {
+  ServerOptions options;
+  options.max_connections = 2;
+  auto server = startServer(options);
+  ASSERT_NE(server, nullptr);
+  auto first = std::make_unique<Client>(server->port());
+  Client second(server->port());
+  // Answered requests prove both connections were accepted before the third one.
+  EXPECT_EQ(first->get("/healthz").result_int(), 200);
+  EXPECT_EQ(second.get("/healthz").result_int(), 200);
+
+  Client third(server->port());
+  (void)third.send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/healthz", 11});
+  Reply refused = third.read();
+  EXPECT_EQ(refused.result_int(), 503);
+  expectCommonHeaders(refused);
+  expectErrorBody(refused, "UNAVAILABLE");
+  EXPECT_EQ(json::parse(refused.body())["error"]["message"], "too many connections (limit 2)");
+  EXPECT_FALSE(refused.keep_alive());
+  EXPECT_TRUE(third.closedByPeer());
+
+  // The admitted connections are unaffected; closing one frees its slot.
+  EXPECT_EQ(second.get("/healthz").result_int(), 200);
+  first->close();
+  first.reset();
+  EXPECT_TRUE(eventually([&] {
+    Client again(server->port());
+    beast::error_code ec;
+    if (again.send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/healthz", 11})) {
+      return false;
+    }
+    return again.read(&ec).result_int() == 200 && !ec;
+  }));
+}
+
+TEST(ServerTest, IdleKeepAliveConnectionsAreClosed) {
+  ServerOptions options;
+  options.idle_timeout_ms = 200;
+  options.read_timeout_ms = 60000;
+  auto server = startServer(options);
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  EXPECT_EQ(client.get("/healthz").result_int(), 200);
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_TRUE(client.closedByPeer());  // would block for 60 s under the read timeout
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
+
+TEST(ServerTest, ReadTimeoutClosesAStalledRequestOnAKeepAliveConnection) {
+  ServerOptions options;
+  options.idle_timeout_ms = 60000;
+  options.read_timeout_ms = 200;
+  auto server = startServer(options);
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  EXPECT_EQ(client.get("/healthz").result_int(), 200);
+  // A second request starts and stalls half-way through its header.
+  ASSERT_FALSE(client.sendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_TRUE(client.closedByPeer());
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
+
+TEST(ServerTest, RejectsAZeroConnectionLimit) {
+  ServerOptions options;
+  options.port = 0;
+  options.max_connections = 0;
+  auto server = Server::start(options, echoHandler);
+  ASSERT_FALSE(server.isOk());
+  EXPECT_THAT(server.status().message(), HasSubstr("max_connections"));
+}
+
+// --- event streams -----------------------------------------------------------------------------
+
+struct StreamProbe {
+  std::atomic<int> next_calls{0};
+  std::atomic<bool> destroyed{false};
+};
+
+// Emits "event: tick\ndata: N\n\n" on each call (or nothing when `silent`), done after `count`
+// calls (never when count < 0); throws on call `throw_on` when set.
+class FakeEventStream : public core::EventStream {
+ public:
+  FakeEventStream(std::shared_ptr<StreamProbe> probe, int count, bool silent = false,
+                  int throw_on = 0)
+      : probe_(std::move(probe)), count_(count), silent_(silent), throw_on_(throw_on) {}
+  ~FakeEventStream() override { probe_->destroyed = true; }
+  Chunk next() override {
+    const int n = ++probe_->next_calls;
+    if (throw_on_ != 0 && n == throw_on_) throw std::runtime_error("stream blew up");
+    Chunk chunk;
+    if (!silent_) chunk.text = "event: tick\ndata: " + std::to_string(n) + "\n\n";
+    chunk.done = count_ >= 0 && n >= count_;
+    return chunk;
+  }
+  int pollIntervalMs() const override { return 20; }
+
+ private:
+  std::shared_ptr<StreamProbe> probe_;
+  const int count_;
+  const bool silent_;
+  const int throw_on_;
+};
+
+// Streams on /v1/stream (a FakeEventStream made by `make`), refuses /v1/refused with 401, and
+// leaves everything else to the handler.
+Server::StreamOpener fakeOpener(std::function<std::unique_ptr<core::EventStream>()> make) {
+  return [make = std::move(make)](const api::Request& request,
+                                  api::Response* refusal) -> std::unique_ptr<core::EventStream> {
+    if (request.target == "/v1/stream") return make();
+    if (request.target == "/v1/refused") {
+      refusal->status = 401;
+      refusal->body = R"({"error":{"code":"UNAUTHENTICATED","message":"no token"}})";
+    }
+    return nullptr;
+  };
+}
+
+TEST(ServerStreamTest, WritesEveryChunkThenEnds) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(
+      {}, echoHandler, fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, 3); }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  Reply reply = client.get("/v1/stream");
+  EXPECT_EQ(reply.result_int(), 200);
+  EXPECT_EQ(reply[bhttp::field::content_type], "text/event-stream");
+  EXPECT_EQ(reply[bhttp::field::cache_control], "no-cache");
+  EXPECT_TRUE(reply.chunked());
+  EXPECT_EQ(reply.body(),
+            "event: tick\ndata: 1\n\nevent: tick\ndata: 2\n\nevent: tick\ndata: 3\n\n");
+  EXPECT_EQ(probe->next_calls.load(), 3);
+  EXPECT_TRUE(eventually([&] { return probe->destroyed.load(); }));
+  EXPECT_TRUE(client.closedByPeer());
+}
+
+TEST(ServerStreamTest, RefusalIsAnsweredAndStatusZeroFallsThroughToTheHandler) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(
+      {}, echoHandler, fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, 1); }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  Reply refused = client.get("/v1/refused");
+  EXPECT_EQ(refused.result_int(), 401);
+  expectErrorBody(refused, "UNAUTHENTICATED");
+  // The connection stays usable, and other targets reach the handler.
+  Reply normal = client.get("/v1/runs");
+  EXPECT_EQ(normal.result_int(), 200);
+  EXPECT_EQ(json::parse(normal.body())["target"], "/v1/runs");
+  EXPECT_EQ(probe->next_calls.load(), 0);
+}
+
+TEST(ServerStreamTest, ClientDisconnectMidStreamFreesTheStream) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(
+      {}, echoHandler, fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, -1); }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.sendRaw("GET /v1/stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string seen;
+  ASSERT_TRUE(client.readRawUntil("data: 2\n\n", &seen)) << seen;
+  EXPECT_THAT(seen, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(seen, HasSubstr("Transfer-Encoding: chunked"));
+  EXPECT_FALSE(probe->destroyed.load());
+  client.close();
+  EXPECT_TRUE(eventually([&] { return probe->destroyed.load(); }));
+  // No more polling once it is gone.
+  const int calls = probe->next_calls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(probe->next_calls.load(), calls);
+}
+
+TEST(ServerStreamTest, SilentStreamSendsKeepAlivesAndOutlivesTheIdleTimeout) {
+  ServerOptions options;
+  options.idle_timeout_ms = 300;  // keep-alive comments every 150 ms
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(options, echoHandler, fakeOpener([&] {
+                              return std::make_unique<FakeEventStream>(probe, -1, /*silent=*/true);
+                            }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.sendRaw("GET /v1/stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string seen;
+  ASSERT_TRUE(client.readRawUntil(": keep-alive\n\n", &seen)) << seen;
+  // Three idle timeouts later the stream is still open and still sending comments.
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  seen.clear();
+  EXPECT_TRUE(client.readRawUntil(": keep-alive\n\n", &seen)) << seen;
+  EXPECT_FALSE(probe->destroyed.load());
+  EXPECT_GT(probe->next_calls.load(), 5);
+}
+
+TEST(ServerStreamTest, ExceptionInNextEndsTheStream) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer({}, echoHandler, fakeOpener([&] {
+                              return std::make_unique<FakeEventStream>(probe, -1, false, 2);
+                            }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  Reply reply = client.get("/v1/stream");
+  EXPECT_EQ(reply.result_int(), 200);
+  EXPECT_EQ(reply.body(), "event: tick\ndata: 1\n\n");
+  EXPECT_TRUE(eventually([&] { return probe->destroyed.load(); }));
+}
+
+TEST(ServerStreamTest, Http10StreamIsCloseDelimited) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(
+      {}, echoHandler, fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, 2); }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.sendRaw("GET /v1/stream HTTP/1.0\r\n\r\n"));
+  std::string seen;
+  EXPECT_FALSE(client.readRawUntil("never", &seen));  // reads until the server closes
+  EXPECT_THAT(seen, HasSubstr("HTTP/1.0 200 OK"));
+  EXPECT_THAT(seen, ::testing::Not(HasSubstr("chunked")));
+  EXPECT_THAT(seen,
+              ::testing::EndsWith("\r\n\r\nevent: tick\ndata: 1\n\nevent: tick\ndata: 2\n\n"));
+}
+
+TEST(ServerStreamTest, StopEndsOpenStreamsPromptly) {
+  auto probe = std::make_shared<StreamProbe>();
+  auto server = startServer(
+      {}, echoHandler, fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, -1); }));
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.sendRaw("GET /v1/stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string seen;
+  ASSERT_TRUE(client.readRawUntil("data: 1\n\n", &seen)) << seen;
+  const auto begin = std::chrono::steady_clock::now();
+  server->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(2));
+  EXPECT_TRUE(probe->destroyed.load());  // freed before stop() returned
+  EXPECT_FALSE(client.readRawUntil("never", &seen));
+}
+
+// --- TLS ---------------------------------------------------------------------------------------
+
+struct TlsServer {
+  TempDir dir;
+  testing::SelfSignedCert cert = testing::SelfSignedCert::make(dir, "server", "IP:127.0.0.1");
+};
+
+TEST(ServerTlsTest, ServesHttpsAndRefusesPlainHttpCleanly) {
+  TlsServer tls;
+  FC_REQUIRE_CERT(tls.cert);
+  auto probe = std::make_shared<StreamProbe>();
+  ServerOptions options;
+  options.tls_cert_file = tls.cert.cert_file;
+  options.tls_key_file = tls.cert.key_file;
+  auto server =
+      startServer(options, echoHandler,
+                  fakeOpener([&] { return std::make_unique<FakeEventStream>(probe, 2); }));
+  ASSERT_NE(server, nullptr);
+  const std::string base = "https://127.0.0.1:" + std::to_string(server->port());
+  fabric_chaos::net::HttpClient client(base, 5000, {tls.cert.cert_file, false});
+  ASSERT_TRUE(client.status().isOk()) << client.status().toString();
+
+  core::HttpRequest request;
+  request.method = "POST";
+  request.target = "/v1/runs";
+  request.body = "{\"scenario\":\"link-flap\"}";
+  auto reply = client.send(request);
+  ASSERT_TRUE(reply.isOk()) << reply.status().toString();
+  EXPECT_EQ(reply->status, 200);
+  json echoed = json::parse(reply->body);
+  EXPECT_EQ(echoed["method"], "POST");
+  EXPECT_EQ(echoed["body"], "{\"scenario\":\"link-flap\"}");
+
+  // Event streams share the session code: the same over TLS.
+  auto stream = client.send({"GET", "/v1/stream", {}, ""});
+  ASSERT_TRUE(stream.isOk()) << stream.status().toString();
+  EXPECT_EQ(stream->content_type, "text/event-stream");
+  EXPECT_EQ(stream->body, "event: tick\ndata: 1\n\nevent: tick\ndata: 2\n\n");
+
+  // Plain HTTP to the HTTPS port: a plain 400 that says why, then the connection closes.
+  Client plain(server->port());
+  ASSERT_FALSE(plain.send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/healthz", 11}));
+  beast::error_code ec;
+  Reply refused = plain.read(&ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(refused.result_int(), 400);
+  expectErrorBody(refused, "BAD_REQUEST");
+  EXPECT_THAT(refused.body(), HasSubstr("HTTPS"));
+  EXPECT_TRUE(plain.closedByPeer());
+
+  // A client that sends garbage instead of a handshake is just closed.
+  Client garbage(server->port());
+  ASSERT_FALSE(garbage.sendRaw(std::string(64, '\x16')));
+  EXPECT_TRUE(garbage.closedByPeer());
+  // And the server still serves.
+  EXPECT_TRUE(client.send({"GET", "/healthz", {}, ""}).isOk());
+}
+
+TEST(ServerTlsTest, UnusableCertificateOrKeyIsAClearError) {
+  TlsServer tls;
+  FC_REQUIRE_CERT(tls.cert);
+  TempDir other_dir;
+  auto other = testing::SelfSignedCert::make(other_dir, "other", "IP:127.0.0.1");
+  FC_REQUIRE_CERT(other);
+  tls.dir.write("garbage.pem", "not a certificate\n");
+
+  struct Case {
+    std::string cert;
+    std::string key;
+    std::string expected;
+  };
+  const std::string missing = tls.dir.file("missing.pem");
+  const std::string garbage = tls.dir.file("garbage.pem");
+  const Case cases[] = {
+      {missing, tls.cert.key_file,
+       "cannot load TLS certificate " + missing + ": No such file or directory"},
+      {tls.cert.cert_file, missing,
+       "cannot load TLS private key " + missing + ": No such file or directory"},
+      {garbage, tls.cert.key_file, "cannot load TLS certificate " + garbage + ": "},
+      {tls.cert.cert_file, garbage, "cannot load TLS private key " + garbage + ": "},
+      {tls.cert.cert_file, other.key_file,
+       "TLS private key " + other.key_file + " does not match certificate " + tls.cert.cert_file},
+      {tls.cert.cert_file, "", "TLS needs both a certificate and a private key"},
+      {"", tls.cert.key_file, "TLS needs both a certificate and a private key"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.cert + " / " + c.key);
+    ServerOptions options;
+    options.port = 0;
+    options.tls_cert_file = c.cert;
+    options.tls_key_file = c.key;
+    auto server = Server::start(options, echoHandler);
+    ASSERT_FALSE(server.isOk());
+    EXPECT_EQ(server.status().code(), core::StatusCode::kInvalidArgument);
+    EXPECT_THAT(server.status().message(), HasSubstr(c.expected));
+  }
 }
 
 }  // namespace

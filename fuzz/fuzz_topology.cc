@@ -1,0 +1,124 @@
+// libFuzzer target: fabric JSON -> fabricFromJson, the codec's round trip, and target resolution
+// (every host, link and label of the fabric on both sides, plus names it does not have), then
+// validateForFabric of a scenario aimed at each host. Errors must be Statuses naming the problem.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "scenarios/model.h"
+#include "scenarios/topology.h"
+#include "scenarios/validate.h"
+
+namespace {
+
+using fabric_chaos::core::Status;
+using fabric_chaos::core::StatusCode;
+using nlohmann::json;
+namespace scenarios = fabric_chaos::scenarios;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "fuzz_topology: %s\n", what.c_str());
+  std::abort();
+}
+
+void expectNamedError(const Status& status, const char* step) {
+  if (status.isOk()) return;
+  if (status.message().empty()) fail(std::string(step) + ": an error without a message");
+  if (status.code() == StatusCode::kInternal) {
+    fail(std::string(step) + ": internal error for bad input: " + status.toString());
+  }
+}
+
+void resolve(const scenarios::TargetSelector& selector, const scenarios::Fabric& fabric) {
+  for (const char* side : {"switch", "host", "nowhere"}) {
+    scenarios::TargetSelector s = selector;
+    s.side = side;
+    auto targets = scenarios::resolveTargets(s, fabric);
+    if (!targets.isOk()) {
+      expectNamedError(targets.status(), "resolveTargets");
+      continue;
+    }
+    if (targets->empty()) fail("resolveTargets succeeded with no target for " + s.describe());
+    for (const auto& t : *targets) {
+      if (t.ifname.empty()) fail("resolved a target without an interface for " + s.describe());
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const json doc = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return 0;
+  auto parsed = scenarios::fabricFromJson(doc);
+  if (!parsed.isOk()) {
+    expectNamedError(parsed.status(), "fabricFromJson");
+    return 0;
+  }
+  const scenarios::Fabric& fabric = *parsed;
+  const json encoded = scenarios::toJson(fabric);
+  auto again = scenarios::fabricFromJson(encoded);
+  if (!again.isOk()) {
+    fail("toJson output does not parse again: " + again.status().toString() + "\n" +
+         encoded.dump());
+  }
+  if (scenarios::toJson(*again) != encoded)
+    fail("round trip changed the fabric: " + encoded.dump());
+
+  std::vector<scenarios::TargetSelector> selectors;
+  auto host = [](const std::string& name) {
+    scenarios::TargetSelector s;
+    s.host = name;
+    return s;
+  };
+  auto link = [](const std::string& id) {
+    scenarios::TargetSelector s;
+    s.link = id;
+    return s;
+  };
+  for (const auto& h : fabric.hosts) {
+    selectors.push_back(host(h.name));
+    for (const auto& [key, value] : h.labels) {
+      scenarios::TargetSelector s;
+      s.labels = {{key, value}};
+      selectors.push_back(s);
+    }
+  }
+  for (const auto& l : fabric.links) selectors.push_back(link(l.id));
+  for (const auto& sw : fabric.switches) {
+    for (const auto& [key, value] : sw.labels) {
+      scenarios::TargetSelector s;
+      s.labels = {{key, value}};
+      selectors.push_back(s);
+    }
+  }
+  selectors.push_back(host("no-such-host"));
+  selectors.push_back(link("no-such-link"));
+  selectors.push_back(scenarios::TargetSelector{});  // nothing set: a clear error
+  for (const auto& s : selectors) resolve(s, fabric);
+
+  // A scenario with one link_flap per host, validated against the fabric.
+  scenarios::KindCatalog kinds;
+  kinds.kinds = {"link_flap"};
+  kinds.validate_params = [](const std::string&, const json&) { return Status::ok(); };
+  scenarios::Scenario scenario;
+  scenario.name = "fuzz";
+  int64_t at = 0;
+  for (const auto& h : fabric.hosts) {
+    scenarios::FaultStep step;
+    step.kind = "link_flap";
+    step.target = host(h.name);
+    step.at_ms = at;
+    step.duration_ms = 100;
+    at += 200;
+    scenario.steps.push_back(step);
+    if (scenario.steps.size() >= 16) break;
+  }
+  expectNamedError(scenarios::validateForFabric(scenario, fabric, kinds), "validateForFabric");
+  return 0;
+}
