@@ -2,6 +2,9 @@
 // the run to the RunService; nothing is stored here when a request is rejected.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "scenarios/analysis.h"
@@ -20,25 +23,6 @@ namespace {
 constexpr int kDefaultRunLimit = 100;
 constexpr int kMaxRunLimit = 1000;
 
-json runSummary(const store::RunRecord& run) {
-  return json{{"id", run.id},
-              {"scenario", run.scenario_name},
-              {"fabric", run.fabric},
-              {"state", run.state},
-              {"score", run.score ? json(*run.score) : json(nullptr)},
-              {"created_ms", run.created_ms},
-              {"started_ms", run.started_ms},
-              {"finished_ms", run.finished_ms},
-              {"error", run.error}};
-}
-
-json eventJson(const store::EventRecord& event) {
-  return json{{"t_ms", event.t_ms},
-              {"wall_ms", event.wall_ms},
-              {"kind", event.kind},
-              {"detail", event.detail}};
-}
-
 core::Result<int64_t> runIdFrom(const Call& call) {
   return parseInteger(call.params.at(0), "run id");
 }
@@ -56,6 +40,75 @@ Status fabricNotRegistered(const std::string& fabric) {
 }
 
 }  // namespace
+
+bool isFinalRunState(const std::string& state) {
+  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
+         state == "error";
+}
+
+json runSummary(const store::RunRecord& run) {
+  // passed: the engine's verdict when it stored one, else what the final state says; null while
+  // the run is in progress or when it ended without a verdict (aborted, error...).
+  json passed = nullptr;
+  if (auto it = run.result.find("passed"); it != run.result.end() && it->is_boolean()) {
+    passed = *it;
+  } else if (run.state == "passed") {
+    passed = true;
+  } else if (run.state == "failed") {
+    passed = false;
+  }
+  json duration = nullptr;
+  if (run.started_ms > 0 && run.finished_ms >= run.started_ms) {
+    duration = run.finished_ms - run.started_ms;
+  }
+  json suite_run_id = nullptr;
+  if (auto it = run.attributes.find("suite_run_id");
+      it != run.attributes.end() && it->is_number_integer()) {
+    suite_run_id = *it;
+  }
+  return json{{"id", run.id},
+              {"scenario", run.scenario_name},
+              {"fabric", run.fabric},
+              {"state", run.state},
+              {"score", run.score ? json(*run.score) : json(nullptr)},
+              {"passed", passed},
+              {"created_ms", run.created_ms},
+              {"started_ms", run.started_ms},
+              {"finished_ms", run.finished_ms},
+              {"duration_ms", duration},
+              {"error", run.error},
+              {"suite_run_id", suite_run_id}};
+}
+
+json eventJson(const store::EventRecord& event) {
+  return json{{"t_ms", event.t_ms},
+              {"wall_ms", event.wall_ms},
+              {"kind", event.kind},
+              {"detail", event.detail}};
+}
+
+int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& samples) {
+  std::set<int> ranks;
+  for (const core::Sample& s : samples) ranks.insert(s.rank);
+  size_t world = ranks.size();
+  if (const json& doc = run.scenario; doc.is_object()) {
+    auto workload = doc.find("workload");
+    if (workload != doc.end() && workload->is_object()) {
+      auto hosts = workload->find("hosts");
+      if (hosts != workload->end() && hosts->is_array()) world = std::max(world, hosts->size());
+    }
+  }
+  return static_cast<int>(world);
+}
+
+json sampleJson(const core::Sample& s, int world_size) {
+  return json{{"rank", s.rank},
+              {"iteration", s.iteration},
+              {"start_ms", s.start_ms},
+              {"duration_ms", s.duration_ms},
+              {"bytes", s.bytes},
+              {"busbw_gbps", scenarios::busBandwidthGBps(s.bytes, s.duration_ms, world_size)}};
+}
 
 Response createRun(Context& ctx, const Call& call) {
   auto body = parseJsonObject(call.request.body);
@@ -169,10 +222,20 @@ Response listRuns(Context& ctx, const Call& call) {
     }
     filter.limit = static_cast<int>(limit.value());
   }
+  // The store cannot filter by fabric: ask it for every matching run and filter here, so that
+  // `limit` still counts runs of that fabric.
+  std::string fabric;
+  if (auto it = call.query.find("fabric"); it != call.query.end()) fabric = it->second;
+  const int limit = filter.limit;
+  if (!fabric.empty()) filter.limit = std::numeric_limits<int>::max();
   auto runs = ctx.deps.store->listRuns(filter);
   if (!runs) return errorResponse(runs.status());
   json out = json::array();
-  for (const store::RunRecord& run : runs.value()) out.push_back(runSummary(run));
+  for (const store::RunRecord& run : runs.value()) {
+    if (!fabric.empty() && run.fabric != fabric) continue;
+    out.push_back(runSummary(run));
+    if (static_cast<int>(out.size()) >= limit) break;
+  }
   return jsonResponse(200, json{{"runs", out}});
 }
 
@@ -192,6 +255,7 @@ Response getRun(Context& ctx, const Call& call) {
   json timeline = json::array();
   for (const store::EventRecord& event : events.value()) timeline.push_back(eventJson(event));
   out["timeline"] = std::move(timeline);
+  out["live"] = ctx.deps.live ? ctx.deps.live(run->id) : json(nullptr);
   return jsonResponse(200, out);
 }
 
@@ -214,32 +278,27 @@ Response getRunSamples(Context& ctx, const Call& call) {
     if (!parsed) return errorResponse(parsed.status());
     rank = parsed.value();
   }
+  std::optional<double> after_ms;
+  if (auto it = call.query.find("after_ms"); it != call.query.end()) {
+    char* end = nullptr;
+    const double value = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
+        !std::isfinite(value)) {
+      return errorResponse(Status(
+          StatusCode::kInvalidArgument,
+          "after_ms: must be a number of run-relative milliseconds, got \"" + it->second + "\""));
+    }
+    after_ms = value;
+  }
   auto samples = ctx.deps.store->samples(run->id);
   if (!samples) return errorResponse(samples.status());
 
-  // busbw needs the world size: the ranks that reported, or the hosts the scenario names when
-  // some rank never reported at all.
-  std::set<int> ranks;
-  for (const core::Sample& s : samples.value()) ranks.insert(s.rank);
-  size_t world = ranks.size();
-  if (const json& doc = run->scenario; doc.is_object()) {
-    auto workload = doc.find("workload");
-    if (workload != doc.end() && workload->is_object()) {
-      auto hosts = workload->find("hosts");
-      if (hosts != workload->end() && hosts->is_array()) world = std::max(world, hosts->size());
-    }
-  }
-
+  const int world = runWorldSize(run.value(), samples.value());
   json out = json::array();
   for (const core::Sample& s : samples.value()) {
     if (rank && s.rank != *rank) continue;
-    out.push_back({{"rank", s.rank},
-                   {"iteration", s.iteration},
-                   {"start_ms", s.start_ms},
-                   {"duration_ms", s.duration_ms},
-                   {"bytes", s.bytes},
-                   {"busbw_gbps",
-                    scenarios::busBandwidthGBps(s.bytes, s.duration_ms, static_cast<int>(world))}});
+    if (after_ms && s.start_ms <= *after_ms) continue;
+    out.push_back(sampleJson(s, world));
   }
   return jsonResponse(200, json{{"run_id", run->id}, {"samples", out}});
 }

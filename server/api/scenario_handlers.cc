@@ -142,6 +142,68 @@ Response replaceScenario(Context& ctx, const Call& call) {
   return jsonResponse(200, document);
 }
 
+Response validateScenario(Context& ctx, const Call& call) {
+  auto body = parseJsonObject(call.request.body);
+  if (!body) return errorResponse(body.status());
+  const json& request = body.value();
+  for (const auto& [key, value] : request.items()) {
+    if (key != "scenario" && key != "fabric") {
+      return errorResponse(Status(StatusCode::kInvalidArgument,
+                                  "unknown field \"" + key + "\"; expected scenario, fabric"));
+    }
+  }
+  auto it = request.find("scenario");
+  if (it == request.end()) {
+    return errorResponse(
+        Status(StatusCode::kInvalidArgument, "scenario: required (the scenario document)"));
+  }
+  if (!it->is_object()) {
+    return errorResponse(Status(
+        StatusCode::kInvalidArgument,
+        std::string("scenario: must be a scenario document (an object), got ") + it->type_name()));
+  }
+  // The editor saves what validates here, so the name is held to the same rule as POST/PUT.
+  if (auto name = it->find("name"); name != it->end() && name->is_string()) {
+    if (Status st = checkName(name->get<std::string>(), "name"); !st.isOk()) {
+      return errorResponse(st);
+    }
+  }
+
+  auto fabric_field = request.find("fabric");
+  if (fabric_field == request.end()) {
+    auto scenario = parseAndValidate(ctx, *it, ctx.deps.default_fabric);
+    if (!scenario) return errorResponse(scenario.status());
+    return jsonResponse(200, json{{"valid", true}});
+  }
+  // An explicit fabric must exist: the caller asked for its targets to be checked.
+  if (!fabric_field->is_string() || fabric_field->get<std::string>().empty()) {
+    return errorResponse(
+        Status(StatusCode::kInvalidArgument, "fabric: must be a non-empty string"));
+  }
+  const std::string fabric_name = fabric_field->get<std::string>();
+  if (ctx.deps.fabrics == nullptr) {
+    return errorResponse(
+        Status(StatusCode::kUnprocessable, "fabric " + fabric_name + " is not registered"));
+  }
+  auto fabric = ctx.deps.fabrics->get(fabric_name);
+  if (!fabric) {
+    if (fabric.status().code() == StatusCode::kNotFound) {
+      return errorResponse(
+          Status(StatusCode::kUnprocessable,
+                 "fabric " + fabric_name + " is not registered; run `fabric-chaos lab up` first"));
+    }
+    return errorResponse(fabric.status());
+  }
+  auto scenario = scenarios::parseScenario(*it);
+  if (!scenario) return errorResponse(scenario.status());
+  scenarios::KindCatalog catalog = ctx.deps.kinds ? ctx.deps.kinds() : scenarios::KindCatalog{};
+  if (Status st = scenarios::validateForFabric(scenario.value(), fabric.value(), catalog);
+      !st.isOk()) {
+    return errorResponse(st);
+  }
+  return jsonResponse(200, json{{"valid", true}});
+}
+
 Response deleteScenario(Context& ctx, const Call& call) {
   const std::string& name = call.params.at(0);
   std::lock_guard<std::mutex> lock(ctx.scenario_mu);

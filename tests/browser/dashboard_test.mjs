@@ -1,0 +1,657 @@
+// Browser tier (issue 5): Debian's chromium, driven by playwright-core, against `fabric-chaos serve
+// --with-lab 2` and the built dashboard (web/dist). One run is started from the UI and watched live,
+// a second and third through the API for the compare view and the viewer check. Screenshots go to
+// $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites (root, chromium,
+// web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
+// Run by ctest (tests/browser/CMakeLists.txt) with FC_BINARY and FC_SOURCE_DIR set.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import {
+  closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const kChromium = process.env.FC_CHROMIUM || '/usr/bin/chromium';
+const kViewport = { width: 1280, height: 800 };
+const kScenario = 'browser-flap';
+const kInProgress = new Set(['queued', 'preparing', 'baseline', 'injecting', 'recovering', 'analysing']);
+const kFinal = new Set(['passed', 'failed', 'aborted', 'interrupted', 'error']);
+// The run page's rank colours and the compare view's A/B colours (web/src/plot.js, compare.js).
+const kRankColors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
+const kColorA = '#1f77b4';
+const kColorB = '#d62728';
+// A short link_flap: 2 s baseline, h1's switch port down 1.5 s, 2 s recovery (docs/scenarios.md).
+const kScenarioDoc = {
+  version: 1,
+  name: kScenario,
+  description: 'Browser tier: h1 switch port down 1.5 s between a 2 s baseline and a 2 s recovery.',
+  workload: { transport: 'tcp', message_bytes: 262144, compute_ms: 5 },
+  baseline_ms: 2000,
+  steps: [{ kind: 'link_flap', target: { host: 'h1', side: 'switch' }, at_ms: 0, params: { down_ms: 1500 } }],
+  recovery_ms: 2000,
+  max_duration_ms: 60000,
+  gates: { min_score: 10, require_survival: true },
+};
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sourceDir = resolve(process.env.FC_SOURCE_DIR || join(here, '..', '..'));
+const binary = process.env.FC_BINARY || '';
+const inCi = process.env.CI === 'true';
+const artifacts = join(process.env.FC_ARTIFACTS ||
+  join(process.env.FC_BUILD_DIR || (binary ? dirname(dirname(binary)) : process.cwd()), 'artifacts'), 'browser');
+
+// --- prerequisites: skip outside CI, fail in CI --------------------------------------------------
+function missingPrerequisites() {
+  const missing = [];
+  if (!binary || !existsSync(binary)) missing.push(`FC_BINARY (${binary || 'unset'}): build the fabric-chaos target`);
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) missing.push('root (the namespace lab needs it)');
+  if (!existsSync(kChromium)) missing.push(`chromium at ${kChromium}: apt-get install chromium (deploy/install-deps.sh)`);
+  if (!existsSync(join(sourceDir, 'web', 'node_modules', 'playwright-core'))) {
+    missing.push(`web/node_modules/playwright-core: run (cd ${join(sourceDir, 'web')} && npm ci && npm run build)`);
+  }
+  if (!existsSync(join(sourceDir, 'web', 'dist', 'index.html')) ||
+      !existsSync(join(sourceDir, 'web', 'dist', 'vendor', 'uPlot.esm.js'))) {
+    missing.push(`the built dashboard web/dist: run (cd ${join(sourceDir, 'web')} && npm ci && npm run build)`);
+  }
+  return missing;
+}
+
+const missing = missingPrerequisites();
+if (missing.length && !inCi) {
+  console.log(`SKIP browser tier: missing ${missing.join('; ')}`);
+  process.exit(77);
+}
+if (missing.length) console.log(`FAIL browser tier (CI=true, nothing is skipped): missing ${missing.join('; ')}`);
+
+// --- small helpers -------------------------------------------------------------------------------
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+function labNamespaces() {
+  const out = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`ip netns list failed: ${out.stderr}`);
+  return out.stdout.split('\n').map((l) => l.split(' ')[0]).filter((n) => n.startsWith('fcl-'));
+}
+
+// Other fabric-chaos processes (another test's lab shares the fcl-* names), excluding ours.
+function otherFabricChaos(excludePid) {
+  const found = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    if (Number(pid) === excludePid || Number(pid) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (cmd.length > 1 && /fabric-chaos$/.test(cmd[0]) && /^(serve|lab)$/.test(cmd[1])) found.push(`${pid}: ${cmd.join(' ')}`);
+    } catch { /* gone */ }
+  }
+  return found;
+}
+
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+// --- state shared by the steps -------------------------------------------------------------------
+const ctx = {
+  tmp: null, port: 0, base: '', serve: null, serveExit: null, serveLog: '', adminToken: '',
+  fabric: '', browser: null, page: null, consoleErrors: [], requests: [], loads: 0,
+  runUi: 0, runApi: 0, runViewer: 0, viewerToken: '', shots: [], timings: [],
+};
+
+async function api(method, path, body, token = ctx.adminToken) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(ctx.base + path.replace(/^\//, ''), {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
+  return data;
+}
+
+async function waitForRunFinal(id, timeoutMs = 90000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await api('GET', `/v1/runs/${id}`);
+    if (kFinal.has(run.state)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.state} after ${timeoutMs} ms`);
+    await sleep(300);
+  }
+}
+
+function serveLogTail() {
+  try {
+    return readFileSync(ctx.serveLog, 'utf8').split('\n').slice(-25).join('\n');
+  } catch {
+    return '(no serve log)';
+  }
+}
+
+async function startServe() {
+  // Another test's lab uses the same fixed namespace names: wait for it to go away.
+  const waitDeadline = Date.now() + 150000;
+  while (labNamespaces().length) {
+    if (Date.now() > waitDeadline) {
+      throw new Error(`a namespace lab is already up (${labNamespaces().join(' ')}) and did not go away in 150 s; ` +
+        `other fabric-chaos processes: ${otherFabricChaos(0).join('; ') || 'none'} (a leftover lab: fabric-chaos lab down)`);
+    }
+    await sleep(2000);
+  }
+  ctx.port = await freePort();
+  ctx.base = `http://127.0.0.1:${ctx.port}/`;
+  const tokenFile = join(ctx.tmp, 'admin.token');
+  const fd = openSync(ctx.serveLog, 'a');
+  const args = ['serve', '--listen', `127.0.0.1:${ctx.port}`, '--db', join(ctx.tmp, 'db'),
+    '--state-dir', join(ctx.tmp, 'state'), '--with-lab', '2', '--admin-token-file', tokenFile,
+    '--web-root', join(sourceDir, 'web', 'dist')];
+  const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  ctx.serve = child;
+  ctx.serveExit = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  let exited = null;
+  ctx.serveExit.then((e) => { exited = e; });
+  const deadline = Date.now() + 90000;
+  for (;;) {
+    if (exited) {
+      throw new Error(`serve exited early (${JSON.stringify(exited)}); its log:\n${serveLogTail()}`);
+    }
+    if (existsSync(tokenFile)) {
+      try {
+        const res = await fetch(`${ctx.base}healthz`);
+        if (res.ok) break;
+      } catch { /* not listening yet */ }
+    }
+    if (Date.now() > deadline) throw new Error(`serve did not answer /healthz within 90 s; its log:\n${serveLogTail()}`);
+    await sleep(200);
+  }
+  ctx.adminToken = readFileSync(tokenFile, 'utf8').trim();
+  // The namespaces have fixed names: a lab that another test brought up in the meantime is reused
+  // (same size) or replaced (another size) by `lab up`. Say so, to explain a failure that follows.
+  const log = readFileSync(ctx.serveLog, 'utf8');
+  if (/is already up|removing a partial or different lab/.test(log)) {
+    console.log(`# note: serve found a lab already up (another test's?): ${otherFabricChaos(child.pid).join('; ') || 'no other process'}`);
+  }
+}
+
+// After a failure: every run as the API has it (detail, events, samples), for the artefacts.
+async function dumpRuns() {
+  try {
+    const { runs } = await api('GET', '/v1/runs?limit=50');
+    for (const r of runs) {
+      const [detail, events, samples] = await Promise.all([api('GET', `/v1/runs/${r.id}`),
+        api('GET', `/v1/runs/${r.id}/events`), api('GET', `/v1/runs/${r.id}/samples`)]);
+      writeFileSync(join(artifacts, `run-${r.id}.json`), JSON.stringify({ detail, events, samples }, null, 1));
+    }
+  } catch (e) {
+    console.log(`# could not dump the runs: ${e.message}`);
+  }
+}
+
+// Other serve/lab processes running while this test runs share the fixed fcl-* namespace names
+// and can take the lab away under it: they are named in the report to tell such a failure apart.
+function watchOtherLabs() {
+  const seen = new Map();
+  const timer = setInterval(() => {
+    for (const p of otherFabricChaos(ctx.serve ? ctx.serve.pid : 0)) if (!seen.has(p)) seen.set(p, new Date().toISOString());
+  }, 1000);
+  timer.unref();
+  return () => { clearInterval(timer); return [...seen].map(([p, t]) => `${t} ${p}`); };
+}
+
+async function stopServe() {
+  if (!ctx.serve || ctx.serve.exitCode !== null || ctx.serve.signalCode !== null) return null;
+  ctx.serve.kill('SIGTERM');
+  let timer = null;
+  const result = await Promise.race([ctx.serveExit,
+    new Promise((r) => { timer = setTimeout(() => r(null), 30000); })]);
+  clearTimeout(timer);
+  if (result) return result;
+  ctx.serve.kill('SIGKILL');
+  await ctx.serveExit;
+  spawnSync(binary, ['lab', 'down', '--state-dir', join(ctx.tmp, 'state')], { stdio: 'inherit' });
+  return { code: null, signal: 'SIGKILL (serve ignored SIGTERM for 30 s; ran lab down)' };
+}
+
+// ctest SIGKILLs the whole tree at its TIMEOUT (300 s), which would leave the lab up and a fault
+// possibly applied: stop serve (it removes the lab) before that, and on SIGTERM / SIGINT.
+const kWatchdogMs = 270000;
+async function emergencyStop(why) {
+  console.log(`# ${why}: closing chromium and stopping serve (removes the lab)`);
+  if (ctx.browser) await ctx.browser.close().catch(() => {});
+  await stopServe().catch((e) => console.log(`# stopping serve failed: ${e.message}`));
+  if (ctx.tmp) rmSync(ctx.tmp, { recursive: true, force: true });
+  process.exit(1);
+}
+setTimeout(() => emergencyStop(`watchdog: the test ran longer than ${kWatchdogMs / 1000} s`), kWatchdogMs).unref();
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.once(signal, () => emergencyStop(`got ${signal}`));
+
+// --- page helpers --------------------------------------------------------------------------------
+const tid = (id) => `[data-testid="${id}"]`;
+
+async function shot(name) {
+  const path = join(artifacts, `${String(ctx.shots.length + 1).padStart(2, '0')}-${name}.png`);
+  await ctx.page.screenshot({ path, fullPage: false });
+  ctx.shots.push(path);
+  return path;
+}
+
+// Layout at 1280x800: nothing wider than the viewport (no horizontal scrolling), then a screenshot.
+async function checkPage(name) {
+  const width = await ctx.page.evaluate(() => document.documentElement.scrollWidth);
+  await shot(name);
+  assert.ok(width <= kViewport.width, `${name}: page is ${width} px wide, wider than ${kViewport.width} (layout breakage)`);
+}
+
+// The console errors a step provokes on purpose: exactly `count`, each matching `pattern`; they
+// are then removed from the list that must be empty at the end.
+async function expectConsoleErrors(count, pattern, why) {
+  const deadline = Date.now() + 5000;
+  while (ctx.consoleErrors.length < count && Date.now() < deadline) await sleep(100);
+  await sleep(300);
+  const got = ctx.consoleErrors.splice(0);
+  assert.equal(got.length, count, `${why}: expected ${count} console error(s) matching ${pattern}, got ${JSON.stringify(got)}`);
+  for (const e of got) assert.match(e, pattern, `${why}: unexpected console error`);
+}
+
+// Pixels of a canvas close to each of `colors` (sum over the canvas; antialiasing tolerated).
+async function canvasColorCounts(selector, colors) {
+  return ctx.page.evaluate(({ selector, rgbs }) => {
+    const canvas = document.querySelector(selector);
+    if (!canvas) return null;
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    const counts = rgbs.map(() => 0);
+    let painted = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i + 3] < 128) continue;
+      painted++;
+      rgbs.forEach(([r, g, b], k) => {
+        if (Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) < 60) counts[k]++;
+      });
+    }
+    return { counts, painted, width: canvas.width, height: canvas.height };
+  }, { selector, rgbs: colors.map(hexToRgb) });
+}
+
+async function login(token) {
+  await ctx.page.goto(`${ctx.base}#/login`);
+  await ctx.page.fill(tid('login-token'), token);
+  await ctx.page.click(tid('login-submit'));
+  await ctx.page.waitForSelector(tid('runs-page'));
+  await ctx.page.waitForSelector(tid('role'));
+}
+
+// --- the steps -----------------------------------------------------------------------------------
+let failedStep = '';
+function step(name, fn, timeout = 120000) {
+  it(name, { timeout }, async (t) => {
+    if (failedStep) {
+      t.skip(`an earlier step failed (${failedStep})`);
+      return;
+    }
+    const started = Date.now();
+    try {
+      await fn();
+    } catch (e) {
+      failedStep = name;
+      if (ctx.page) await shot(`FAILED-${name.replace(/[^a-z0-9]+/gi, '-')}`).catch(() => {});
+      throw e;
+    } finally {
+      ctx.timings.push([name, Date.now() - started]);
+    }
+  });
+}
+
+describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 }, () => {
+  before(async () => {
+    if (missing.length) throw new Error(`browser tier prerequisites missing (CI=true, so this fails): ${missing.join('; ')}`);
+    mkdirSync(artifacts, { recursive: true });
+    for (const f of readdirSync(artifacts)) if (/\.(png|json)$/.test(f)) rmSync(join(artifacts, f));
+    rmSync(join(artifacts, 'rank-logs'), { recursive: true, force: true });
+    ctx.tmp = mkdtempSync(join(tmpdir(), 'fc-browser-'));
+    ctx.serveLog = join(artifacts, 'serve.log');
+    rmSync(ctx.serveLog, { force: true });
+    console.log(`# before: ${process.uptime().toFixed(1)} s after node started`);
+    const started = Date.now();
+    await startServe();
+    ctx.timings.push(['serve --with-lab 2 up', Date.now() - started]);
+    ctx.stopWatching = watchOtherLabs();
+
+    const launched = Date.now();
+    const require = createRequire(join(sourceDir, 'web', 'package.json'));
+    const { chromium } = require('playwright-core');
+    // A persistent context is how playwright takes an explicit, fresh --user-data-dir.
+    ctx.browser = await chromium.launchPersistentContext(join(ctx.tmp, 'chromium-profile'), {
+      executablePath: kChromium,
+      headless: true,
+      viewport: kViewport,
+      // Our own handlers stop serve first (see emergencyStop).
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    });
+    ctx.page = ctx.browser.pages()[0] || await ctx.browser.newPage();
+    ctx.page.setDefaultTimeout(30000);
+    ctx.page.on('console', (m) => { if (m.type() === 'error') ctx.consoleErrors.push(`console: ${m.text()}`); });
+    ctx.page.on('pageerror', (e) => ctx.consoleErrors.push(`pageerror: ${e.message}`));
+    ctx.page.on('request', (r) => ctx.requests.push(r.url()));
+    ctx.page.on('load', () => { ctx.loads++; });
+    ctx.timings.push(['chromium launched', Date.now() - launched]);
+  }, { timeout: 200000 });
+
+  after(async () => {
+    const leftovers = [];
+    const closing = Date.now();
+    const others = ctx.stopWatching ? ctx.stopWatching() : [];
+    if (failedStep && ctx.serve) await dumpRuns();
+    if (ctx.browser) await ctx.browser.close().catch(() => {});
+    ctx.timings.push(['chromium closed', Date.now() - closing]);
+    const stopping = Date.now();
+    const stopped = await stopServe();
+    ctx.timings.push(['serve stopped (lab down)', Date.now() - stopping]);
+    if (ctx.serve) {
+      // --with-lab removes the lab on SIGTERM: no fcl-* namespace may be left.
+      let left = labNamespaces();
+      for (let i = 0; i < 20 && left.length; ++i) { await sleep(250); left = labNamespaces(); }
+      if (left.length) {
+        const running = otherFabricChaos(ctx.serve.pid);
+        if (running.length) {
+          console.log(`# note: fcl-* namespaces present after serve stopped, but other fabric-chaos ` +
+            `processes run: ${running.join('; ')}`);
+        }
+        else leftovers.push(`namespaces left after serve stopped: ${left.join(' ')}`);
+      }
+      console.log(`# serve stopped: ${JSON.stringify(stopped)}; log: ${ctx.serveLog}`);
+    }
+    if (failedStep && ctx.tmp && existsSync(join(ctx.tmp, 'state', 'logs'))) {
+      cpSync(join(ctx.tmp, 'state', 'logs'), join(artifacts, 'rank-logs'), { recursive: true });
+    }
+    if (ctx.tmp) rmSync(ctx.tmp, { recursive: true, force: true });
+    console.log('# summary (step, ms):');
+    for (const [name, ms] of ctx.timings) console.log(`#   ${String(ms).padStart(6)}  ${name}`);
+    console.log(`# screenshots (${ctx.shots.length}) in ${artifacts}; ${process.uptime().toFixed(1)} s since node started`);
+    if (others.length) {
+      console.log(`# other fabric-chaos serve/lab processes ran during this test (they share the fcl-* lab): ${others.join('; ')}`);
+    }
+    if (ctx.consoleErrors.length) leftovers.push(`unexpected console/page errors: ${JSON.stringify(ctx.consoleErrors)}`);
+    assert.deepEqual(leftovers, [], leftovers.join('; '));
+  }, { timeout: 60000 });
+
+  step('set-up: fabric registered and the short scenario stored through the API', async () => {
+    const fabrics = await api('GET', '/v1/fabrics');
+    assert.ok(fabrics.fabrics.length >= 1, `no fabric registered by --with-lab: ${JSON.stringify(fabrics)}`);
+    ctx.fabric = fabrics.fabrics[0].name;
+    const saved = await api('PUT', `/v1/scenarios/${kScenario}`, kScenarioDoc);
+    assert.ok(saved, 'PUT scenario returned no body');
+    const back = await api('GET', `/v1/scenarios/${kScenario}`);
+    assert.equal(back.baseline_ms, 2000);
+  });
+
+  step('login: a bad token is rejected with a message, the admin token logs in', async () => {
+    const { page } = ctx;
+    await page.goto(ctx.base);
+    await page.waitForSelector(tid('login-form'));
+    assert.equal(ctx.consoleErrors.length, 0, `a visit without a token logged errors: ${ctx.consoleErrors}`);
+    await checkPage('login');
+    await page.fill(tid('login-token'), 'fct_not_a_real_token');
+    await page.click(tid('login-submit'));
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.includes('rejected'), tid('login-message'));
+    await expectConsoleErrors(1, /status of 401/, 'bad token');
+    await shot('login-rejected');
+    await login(ctx.adminToken);
+    assert.equal((await page.textContent(tid('role'))).trim(), 'admin');
+    await checkPage('runs-empty');
+  });
+
+  step('scenario library: the editor shows validation errors inline', async () => {
+    const { page } = ctx;
+    await page.click('nav a[data-nav="scenarios"]');
+    await page.waitForSelector(`${tid('scenario-row')}[data-name="${kScenario}"]`);
+    assert.ok(await page.locator(tid('new-scenario')).isVisible(), 'an admin sees the new-scenario button');
+    await checkPage('scenarios');
+    await page.click(`${tid('scenario-row')}[data-name="${kScenario}"] ${tid('scenario-link')}`);
+    await page.waitForSelector(tid('validation-ok'));
+    const editor = page.locator(tid('scenario-editor'));
+    await editor.fill((await editor.inputValue()).replace('"link_flap"', '"meteor"'));
+    await page.waitForSelector(tid('validation-error'));
+    const message = await page.textContent(tid('validation-error'));
+    assert.match(message, /meteor/, `the inline error names the bad kind: ${message}`);
+    await expectConsoleErrors(1, /status of 400/, 'invalid scenario in the editor');
+    await checkPage('scenario-invalid');
+    // Valid again, so that choosing the fabric next (which re-validates) provokes no 400.
+    await editor.fill(JSON.stringify(kScenarioDoc, null, 2));
+    await page.waitForSelector(tid('validation-ok'));
+  });
+
+  step('start a run from the UI and watch it live (EventSource, no reload)', async () => {
+    const { page } = ctx;
+    // The editor change above is not saved; the page still starts the stored scenario.
+    await page.selectOption(tid('fabric-select'), ctx.fabric);
+    // Record every state the run header shows, and what was drawn at that moment, from inside
+    // the page: the recorder (and window.__fcMarker) would vanish with a reload.
+    await page.evaluate(() => {
+      window.__fcMarker = 'no-reload';
+      window.__fcSnapshots = [];
+      const snap = () => {
+        const state = document.querySelector('[data-testid="run-state"]')?.textContent ?? null;
+        if (!state) return;
+        const abort = document.querySelector('[data-testid="abort-button"]');
+        const s = {
+          state,
+          canvas: !!document.querySelector('[data-testid="busbw-plot"] canvas'),
+          faultWindows: document.querySelectorAll('[data-testid="fault-window"]').length,
+          abortVisible: !!abort && !abort.hidden,
+          live: document.querySelector('[data-testid="run-live"]')?.textContent ?? '',
+        };
+        const last = window.__fcSnapshots.at(-1);
+        if (!last || last.state !== s.state || last.canvas !== s.canvas || last.faultWindows !== s.faultWindows ||
+            last.abortVisible !== s.abortVisible || (last.live !== s.live && window.__fcSnapshots.length < 3000)) {
+          window.__fcSnapshots.push({ ...s, t: Date.now() });
+        }
+      };
+      new MutationObserver(snap).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    const loadsBefore = ctx.loads;
+    const startClicked = Date.now();
+    await page.click(tid('start-run-button'));
+    await page.waitForURL(/#\/runs\/\d+$/);
+    ctx.runUi = Number(page.url().match(/#\/runs\/(\d+)$/)[1]);
+    // The second run for the compare view, queued behind the first (same switch port).
+    ctx.runApi = (await api('POST', '/v1/runs', { scenario: kScenario, fabric: ctx.fabric })).id;
+
+    // While the link is down (no iteration completes): the plot is drawn up to the run's clock
+    // and the active fault window is shaded.
+    await page.waitForFunction(() => {
+      const state = document.querySelector('[data-testid="run-state"]')?.textContent;
+      return state === 'injecting' &&
+        document.querySelector('[data-testid="busbw-plot"] canvas') &&
+        document.querySelector('[data-testid="fault-window"]');
+    }, null, { timeout: 60000, polling: 100 });
+    await checkPage('run-live-fault');
+
+    await page.waitForFunction(() => ['passed', 'failed', 'aborted', 'interrupted', 'error']
+      .includes(document.querySelector('[data-testid="run-state"]')?.textContent), null, { timeout: 90000, polling: 200 });
+    const finishedAfter = Date.now() - startClicked;
+    // The final reload of the run (scores, steps) happens after the stream's end event.
+    await page.waitForFunction(() => document.querySelector('[data-testid="steps-table"]') &&
+      document.querySelector('[data-testid="run-score"]')?.textContent !== '–', null, { timeout: 15000 });
+
+    const snapshots = await page.evaluate(() => window.__fcSnapshots);
+    assert.equal(await page.evaluate(() => window.__fcMarker), 'no-reload', 'the page was reloaded during the run');
+    assert.equal(ctx.loads, loadsBefore, 'a load event fired during the run (page reloaded)');
+    const states = [...new Set(snapshots.map((s) => s.state))];
+    const inProgress = states.filter((s) => kInProgress.has(s));
+    console.log(`# run ${ctx.runUi}: states seen in the page ${states.join(' → ')}; final after ` +
+      `${finishedAfter} ms; ${snapshots.length} snapshots`);
+    assert.ok(inProgress.length >= 2, `fewer than two in-progress states shown live: ${states.join(', ')}`);
+    assert.ok(inProgress.includes('baseline') || inProgress.includes('injecting') || inProgress.includes('recovering'),
+      `no engine state shown live: ${states.join(', ')}`);
+    const liveDrawn = snapshots.filter((s) => kInProgress.has(s.state) && s.canvas);
+    assert.ok(liveDrawn.length > 0, 'the plot was never drawn while the run was in progress');
+    assert.ok(snapshots.some((s) => s.state === 'injecting' && s.faultWindows > 0), 'no fault window shaded while the fault was in force');
+    assert.ok(snapshots.some((s) => kInProgress.has(s.state) && s.abortVisible),
+      'an admin saw no abort button while the run was in progress');
+    assert.ok(snapshots.some((s) => /busbw \d/.test(s.live)), `the live line never showed a busbw: ${JSON.stringify(snapshots.slice(-3))}`);
+    const liveLines = new Set(snapshots.filter((s) => s.live).map((s) => s.live));
+    assert.ok(liveLines.size >= 3, `the live line changed only ${liveLines.size} time(s)`);
+    // Live through the event stream, not the polling fallback.
+    assert.ok(ctx.requests.some((u) => u.includes(`/v1/runs/${ctx.runUi}/stream`)), 'the page never opened /stream');
+    const polls = ctx.requests.filter((u) => u.includes(`/v1/runs/${ctx.runUi}/samples?after_ms`));
+    assert.equal(polls.length, 0, `the page fell back to polling: ${polls.slice(0, 3)}`);
+    assert.ok(!(await page.locator(tid('abort-button')).isVisible()), 'the abort button is still shown for a finished run');
+  }, 150000);
+
+  step('finished run: plot drawn, fault window shaded and labelled, score and gate verdict', async () => {
+    const { page } = ctx;
+    const run = await api('GET', `/v1/runs/${ctx.runUi}`);
+    const samples = (await api('GET', `/v1/runs/${ctx.runUi}/samples`)).samples;
+    assert.ok(kFinal.has(run.state) && run.state !== 'error', `run ${ctx.runUi} ended ${run.state}: ${run.error}`);
+    assert.ok(samples.length > 50, `only ${samples.length} samples`);
+    assert.equal((await page.textContent(tid('run-state'))).trim(), run.state);
+
+    // Score and verdict as stored.
+    assert.equal(typeof run.score, 'number', `run has no score: ${JSON.stringify(run)}`);
+    assert.equal((await page.textContent(tid('run-score'))).trim(), run.score.toFixed(1));
+    const verdict = (await page.textContent(tid('run-verdict'))).trim();
+    assert.equal(verdict, run.passed ? 'gates passed' : 'gates failed');
+    const gates = run.result.gates || [];
+    assert.ok(gates.length >= 1, 'the stored run has no gates');
+    assert.equal(await page.locator(tid('gate')).count(), gates.length);
+    assert.equal(await page.locator(tid('step-row')).count(), 1);
+
+    // The plot: one legend entry per rank, and lines in the rank colours on the canvas.
+    const ranks = [...new Set(samples.map((s) => s.rank))].sort();
+    const legend = await page.locator(`${tid('busbw-plot')} .u-legend .u-series`).allTextContents();
+    assert.equal(legend.length, ranks.length + 1, `legend: ${JSON.stringify(legend)}`);
+    for (const r of ranks) assert.ok(legend.some((l) => l.includes(`rank ${r}`)), `no legend entry for rank ${r}: ${legend}`);
+    const pixels = await canvasColorCounts(`${tid('busbw-plot')} canvas`, kRankColors.slice(0, ranks.length));
+    const linePixels = pixels.counts.reduce((a, b) => a + b, 0);
+    console.log(`# plot canvas ${pixels.width}x${pixels.height}: ${pixels.painted} painted px, ` +
+      `rank-coloured ${JSON.stringify(pixels.counts)}`);
+    assert.ok(linePixels > 300, `the plot canvas has only ${linePixels} pixels in the rank colours`);
+
+    // The fault window: one per stored window, labelled with the step's kind, visibly shaded,
+    // and where the stored window is on the x axis (uPlot's x range is the samples' extent).
+    const windows = run.result.fault_windows;
+    assert.equal(windows.length, 1, `stored fault windows: ${JSON.stringify(windows)}`);
+    const shaded = page.locator(tid('fault-window'));
+    assert.equal(await shaded.count(), 1);
+    assert.match(await shaded.textContent(), /step 0: link_flap/);
+    const bg = await shaded.evaluate((n) => getComputedStyle(n).backgroundColor);
+    assert.doesNotMatch(bg, /rgba\(0, 0, 0, 0\)|transparent/, `fault window not shaded: ${bg}`);
+    const box = await shaded.boundingBox();
+    const over = await page.locator(`${tid('busbw-plot')} .u-over`).boundingBox();
+    const xs = samples.flatMap((s) => [s.start_ms, s.start_ms + Math.max(0, s.duration_ms)]);
+    const [xmin, xmax] = [Math.min(...xs), Math.max(...xs)];
+    const expectLeft = over.x + ((windows[0].start_ms - xmin) / (xmax - xmin)) * over.width;
+    const expectWidth = ((windows[0].end_ms - windows[0].start_ms) / (xmax - xmin)) * over.width;
+    console.log(`# fault window ${windows[0].start_ms}-${windows[0].end_ms} ms: drawn at x ${box.x.toFixed(0)} ` +
+      `w ${box.width.toFixed(0)}, expected x ${expectLeft.toFixed(0)} w ${expectWidth.toFixed(0)}`);
+    assert.ok(Math.abs(box.x - expectLeft) < 0.03 * over.width, 'fault window drawn at the wrong place');
+    assert.ok(Math.abs(box.width - expectWidth) < 0.03 * over.width + 3, 'fault window drawn with the wrong width');
+    assert.equal(await page.locator(tid('baseline-window')).count(), 1, 'the baseline is not shaded');
+    await checkPage('run-finished');
+    await page.screenshot({ path: join(artifacts, 'run-finished-full.png'), fullPage: true });
+  });
+
+  step('compare view: two runs of the scenario overlaid, metrics table', async () => {
+    const { page } = ctx;
+    const [a, b] = [await api('GET', `/v1/runs/${ctx.runUi}`), await waitForRunFinal(ctx.runApi)];
+    assert.ok(b.state !== 'error', `run ${ctx.runApi} ended in error: ${b.error}`);
+    await page.goto(`${ctx.base}#/runs?scenario=${kScenario}`);
+    for (const id of [ctx.runUi, ctx.runApi]) {
+      await page.waitForSelector(`${tid('run-row')}[data-run-id="${id}"]`);
+      await page.locator(`${tid('run-row')}[data-run-id="${id}"] ${tid('run-select')}`).check();
+    }
+    await checkPage('runs-selected');
+    await page.click(tid('compare-selected'));
+    await page.waitForSelector(`${tid('compare-plot')} canvas`);
+    await page.waitForSelector(`${tid('score-history')} canvas`);
+    assert.match(page.url(), new RegExp(`#/compare\\?a=${ctx.runUi}&b=${ctx.runApi}$`));
+
+    const legend = await page.locator(`${tid('compare-plot')} .u-legend .u-series`).allTextContents();
+    assert.ok(legend.some((l) => l.includes(`A #${ctx.runUi}`)) && legend.some((l) => l.includes(`B #${ctx.runApi}`)),
+      `compare legend: ${JSON.stringify(legend)}`);
+    const pixels = await canvasColorCounts(`${tid('compare-plot')} canvas`, [kColorA, kColorB]);
+    console.log(`# compare canvas: A-coloured ${pixels.counts[0]} px, B-coloured ${pixels.counts[1]} px`);
+    assert.ok(pixels.counts[0] > 200, `series A barely drawn: ${pixels.counts[0]} px`);
+    assert.ok(pixels.counts[1] > 200, `series B barely drawn: ${pixels.counts[1]} px`);
+    assert.equal(await page.locator(`${tid('compare-plot')} .fc-window.fault-a`).count(), 1);
+    assert.equal(await page.locator(`${tid('compare-plot')} .fc-window.fault-b`).count(), 1);
+
+    const rows = page.locator(tid('delta-row'));
+    assert.equal(await rows.count(), 3 + 6, 'score, baseline busbw, duration and six per step');
+    const scoreCells = await rows.first().locator('td').allTextContents();
+    const fmt = (v) => (typeof v === 'number' ? v.toFixed(1) : '–');
+    assert.deepEqual(scoreCells.slice(0, 3), ['score', fmt(a.score), fmt(b.score)]);
+    const delta = typeof a.score === 'number' && typeof b.score === 'number' ? b.score - a.score : null;
+    if (delta !== null) assert.equal(Number(scoreCells[3]), Number(delta.toFixed(1)));
+    assert.equal(await page.locator(tid('compare-warning')).count(), 0);
+    await checkPage('compare');
+    await page.screenshot({ path: join(artifacts, 'compare-full.png'), fullPage: true });
+  }, 150000);
+
+  step('viewer token: no start, save, new-scenario or abort controls', async () => {
+    const { page } = ctx;
+    const created = await api('POST', '/v1/tokens', { name: 'browser-viewer', role: 'viewer' });
+    assert.equal(created.role, 'viewer');
+    ctx.viewerToken = created.token;
+    // A run in progress for the viewer to look at (an admin would see Abort on it): a long
+    // baseline-only run (no fault), aborted below.
+    const longDoc = { ...kScenarioDoc, name: `${kScenario}-long`, baseline_ms: 60000, steps: [], recovery_ms: 500,
+      max_duration_ms: 120000 };
+    ctx.runViewer = (await api('POST', '/v1/runs', { scenario: longDoc, fabric: ctx.fabric })).id;
+
+    await page.click(tid('logout'));
+    await page.waitForSelector(tid('login-form'));
+    await login(ctx.viewerToken);
+    assert.equal((await page.textContent(tid('role'))).trim(), 'viewer');
+
+    await page.goto(`${ctx.base}#/scenarios`);
+    await page.waitForSelector(`${tid('scenario-row')}[data-name="${kScenario}"]`);
+    assert.equal(await page.locator(tid('new-scenario')).count(), 0, 'a viewer sees "New scenario"');
+    await page.goto(`${ctx.base}#/scenarios/${kScenario}`);
+    await page.waitForSelector(tid('scenario-json'));
+    await page.waitForSelector(tid('fabric-select'));
+    assert.equal(await page.locator(tid('start-run-button')).count(), 0, 'a viewer sees the start button');
+    assert.equal(await page.locator(tid('scenario-editor')).count(), 0, 'a viewer sees the editor');
+    assert.equal(await page.locator(tid('save-scenario')).count(), 0, 'a viewer sees Save');
+    await checkPage('viewer-scenario');
+
+    await page.goto(`${ctx.base}#/runs/${ctx.runViewer}`);
+    await page.waitForSelector(tid('run-state'));
+    const state = (await page.textContent(tid('run-state'))).trim();
+    assert.ok(kInProgress.has(state), `run ${ctx.runViewer} already ${state}: the viewer check needs a run in progress`);
+    assert.equal(await page.locator(tid('abort-button')).count(), 0, `a viewer sees the abort button on a ${state} run`);
+    await page.waitForSelector(`${tid('busbw-plot')} canvas`);
+    assert.equal(await page.locator(tid('abort-button')).count(), 0);
+    await checkPage('viewer-run-live');
+
+    // The viewer's page follows the run to its end (aborted by the admin through the API).
+    await api('POST', `/v1/runs/${ctx.runViewer}/abort`);
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'aborted', tid('run-state'), { timeout: 30000 });
+    assert.equal(await page.locator(tid('abort-button')).count(), 0);
+    await page.waitForSelector(tid('run-stop'));
+    assert.match(await page.textContent(tid('run-stop')), /abort_request/);
+    await checkPage('viewer-run-aborted');
+  }, 90000);
+});
