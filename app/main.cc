@@ -7,6 +7,11 @@
 #include "app/cli.h"
 #include "app/version.h"
 
+// The CI client (app/run_cmd.cc).
+namespace fabric_chaos::app {
+int runMain(int argc, char** argv);
+}  // namespace fabric_chaos::app
+
 namespace {
 
 constexpr const char* kUsage =
@@ -19,6 +24,7 @@ Commands:
   agent      the per-host agent a remote controller drives over HTTP (VM lab, real hosts)
   lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
   workload   run one rank of the ring-allreduce probe (started by agents)
+  run        the CI client: start a scenario or suite on a server, follow it, exit 0/1/2
   --version  print the version
   --help     this text
 
@@ -43,6 +49,7 @@ int main(int argc, char** argv) {
   }
   if (command == "serve") return fabric_chaos::app::serveMain(argc - 2, argv + 2);
   if (command == "agent") return fabric_chaos::app::agentMain(argc - 2, argv + 2);
+  if (command == "run") return fabric_chaos::app::runMain(argc - 2, argv + 2);
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
   // The rank parser expects the subcommand name as argv[0].
   if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);
