@@ -24,7 +24,11 @@
 #include "lab/fabric_catalog.h"
 #include "lab/netns_lab.h"
 #include "scenarios/engine/engine.h"
+#include "scenarios/schedule/scheduler.h"
+#include "scenarios/schedule/suite_runner.h"
 #include "server/api/api.h"
+#include "server/auth/secret_file.h"
+#include "server/auth/tokens.h"
 #include "server/http/server.h"
 #include "server/store/store.h"
 
@@ -37,14 +41,32 @@ Options:
   --listen ADDR:PORT   where the REST API and dashboard listen (default 127.0.0.1:8080)
   --db PATH            SQLite database (default /var/lib/fabric-chaos/fabric-chaos.db)
   --state-dir DIR      runtime state: lab fabrics, rank logs (default /run/fabric-chaos)
-  --web-root DIR       dashboard files (default: the web/ folder of the source tree)
+  --web-root DIR       dashboard files (default: web/dist of the source tree, built by
+                       `npm run build` in web/)
   --with-lab N         bring up an N-host namespace lab first; Ctrl-C removes it again
   --demo SCENARIO      run SCENARIO once with a progress display, print its score, keep serving
   --exit-after-demo    stop after the demo run (exit 0 if its gates passed, 1 if not)
+  --admin-token-file PATH
+                       where the first start writes the admin API token, mode 0600 (default:
+                       admin.token next to --db)
+  --no-auth            no API tokens: every caller is an anonymous admin (a trusted host only)
+  --tls-cert PATH      serve HTTPS with this PEM certificate (chain); needs --tls-key
+  --tls-key PATH       the PEM private key of --tls-cert
+  --allow-interface NS/IF[,NS/IF]
+                       also let faults target these interfaces ("IF" alone: the initial
+                       namespace); every NIC and switch port of a registered fabric is allowed
+  --allow-management-interface
+                       let faults target the interfaces carrying this server's connections (lo,
+                       the default route's, the --listen one) when allowed: dangerous
 )";
 
-const std::vector<std::string> kServeFlags{"listen",   "db",   "state-dir",       "web-root",
-                                           "with-lab", "demo", "exit-after-demo", "help"};
+const std::vector<std::string> kServeFlags{"listen",           "db",
+                                           "state-dir",        "web-root",
+                                           "with-lab",         "demo",
+                                           "exit-after-demo",  "help",
+                                           "allow-interface",  "allow-management-interface",
+                                           "admin-token-file", "no-auth",
+                                           "tls-cert",         "tls-key"};
 
 bool isFinalState(const std::string& state) {
   return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
@@ -150,10 +172,28 @@ bool followRun(scenarios::Engine& engine, store::Store& store, int64_t run_id) {
   }
 }
 
+// First start: creates the admin token and writes its secret to token_file (0600). A token
+// whose secret could not be written is revoked again, or nobody could ever use it and no later
+// start would create another.
+core::Status provideAdminToken(store::Store& store, const std::string& token_file) {
+  auto secret = auth::ensureAdminToken(store);
+  if (!secret.isOk()) return secret.status();
+  if (!secret->has_value()) return core::Status::ok();
+  if (core::Status written = auth::writeSecretFile(token_file, **secret); !written.isOk()) {
+    if (auto hash = auth::sha256Hex(**secret); hash.isOk()) {
+      if (auto token = store.tokenByHash(*hash); token.isOk()) (void)store.revokeToken(token->id);
+    }
+    return written.withContext("cannot write the admin token file (--admin-token-file)");
+  }
+  std::cout << "admin token written to " << token_file << " (shown once)" << std::endl;
+  return core::Status::ok();
+}
+
 }  // namespace
 
 int serveMain(int argc, char** argv) {
-  Flags flags = parseFlags(argc, argv, {"help", "exit-after-demo"});
+  Flags flags =
+      parseFlags(argc, argv, {"help", "exit-after-demo", "allow-management-interface", "no-auth"});
   if (flags.has("help")) {
     std::cout << kServeUsage;
     return 0;
@@ -186,6 +226,12 @@ int serveMain(int argc, char** argv) {
     }
   }
   http_options.web_root = web_root;
+  http_options.tls_cert_file = flags.getOr("tls-cert", "");
+  http_options.tls_key_file = flags.getOr("tls-key", "");
+  if (http_options.tls_cert_file.empty() != http_options.tls_key_file.empty()) {
+    std::cerr << "fabric-chaos serve: --tls-cert and --tls-key go together (HTTPS needs both)\n";
+    return 2;
+  }
 
   // Signals are taken synchronously by the main thread; block them before any thread starts.
   blockStopSignals();
@@ -202,16 +248,44 @@ int serveMain(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<store::Store> store = std::move(store_result.value());
+  const bool require_auth = !flags.has("no-auth");
+  if (require_auth) {
+    const std::string token_file =
+        flags.getOr("admin-token-file",
+                    (std::filesystem::path(db_path).parent_path() / "admin.token").string());
+    if (core::Status s = provideAdminToken(*store, token_file); !s.isOk()) {
+      std::cerr << "fabric-chaos serve: " << s.message() << "\n";
+      return 1;
+    }
+  } else {
+    std::cout << "WARNING: authentication is OFF (--no-auth): every API caller is an anonymous "
+                 "admin"
+              << std::endl;
+  }
   for (const auto& builtin : builtinScenarios()) {
     auto doc = nlohmann::json::parse(builtin.json, nullptr, false);
     if (core::Status s = store->putScenario(builtin.name, doc, true); !s.isOk()) {
       core::logError("cannot seed built-in scenario " + builtin.name + ": " + s.toString());
     }
   }
+  for (const auto& builtin : builtinSuites()) {
+    auto doc = nlohmann::json::parse(builtin.json, nullptr, false);
+    if (core::Status s = store->putSuite(builtin.name, doc, true); !s.isOk()) {
+      core::logError("cannot seed built-in suite " + builtin.name + ": " + s.toString());
+    }
+  }
 
-  LocalStack stack(selfExePath(), state_dir + "/logs");
-  agent::LocalAgent& local_agent = stack.local_agent;
   lab::DirectoryFabricCatalog catalog(state_dir);
+  // Blast radius: the embedded agent faults only the registered fabrics' interfaces and these.
+  auto extra_allowed = parseInterfaceList(flags.getOr("allow-interface", ""));
+  if (!extra_allowed.isOk()) {
+    std::cerr << "fabric-chaos serve: " << extra_allowed.status().message() << "\n";
+    return 2;
+  }
+  LocalStack stack(selfExePath(), state_dir + "/logs",
+                   makeServeTargetGuard(catalog, {http_options.address, *extra_allowed,
+                                                  flags.has("allow-management-interface")}));
+  agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
   AppAgentDirectory agents(local_agent, [](const std::string& url, const std::string& token) {
@@ -230,6 +304,13 @@ int serveMain(int argc, char** argv) {
                   " leftover fault(s), " + std::to_string(recovery->failed) +
                   " could not be reverted, " + std::to_string(recovery->interrupted.size()) +
                   " run(s) marked interrupted");
+  }
+  // A suite run's worker thread died with the previous process: its verdict cannot come now.
+  if (auto suite_runs = store->interruptUnfinishedSuiteRuns(); !suite_runs.isOk()) {
+    core::logWarn("start-up recovery: " + suite_runs.status().toString());
+  } else if (!suite_runs->empty()) {
+    core::logWarn("start-up recovery: " + std::to_string(suite_runs->size()) +
+                  " suite run(s) marked interrupted");
   }
 
   std::unique_ptr<sys::CommandRunner> runner;
@@ -267,11 +348,33 @@ int serveMain(int argc, char** argv) {
     return kinds;
   };
   deps.version = FABRIC_CHAOS_VERSION;
+  deps.require_auth = require_auth;
+  deps.live = [&engine](int64_t run_id) -> nlohmann::json {
+    auto live = engine.live(run_id);
+    if (!live) return nullptr;
+    return {{"state", live->state},
+            {"elapsed_ms", live->elapsed_ms},
+            {"last_busbw_gbps", live->last_busbw_gbps},
+            {"samples", live->samples},
+            {"active_faults", live->active_faults},
+            {"ready_ranks", live->ready_ranks}};
+  };
+  scenarios::schedule::SubmitDeps submit_deps{store.get(), &engine, &catalog, deps.kinds,
+                                              deps.default_fabric};
+  scenarios::schedule::SuiteRunner suite_runner(submit_deps);
+  deps.suites = &suite_runner;
+  scenarios::schedule::Scheduler scheduler({submit_deps, &suite_runner, nullptr});
   api::Api api(deps);
   auto server = http::Server::start(
-      http_options, [&](const api::Request& request) { return api.handle(request); });
+      http_options, [&](const api::Request& request) { return api.handle(request); },
+      [&](const api::Request& request, api::Response* refusal) {
+        return api.openStream(request, refusal);
+      });
   int exit_code = 0;
   auto cleanup = [&] {
+    // Schedules and suites first, so that nothing submits a run to an engine shutting down.
+    scheduler.shutdown();
+    suite_runner.shutdown();
     engine.shutdown();  // reverts any fault still in force
     if (server.isOk()) server.value()->stop();
     if (lab) {
@@ -283,9 +386,10 @@ int serveMain(int argc, char** argv) {
     cleanup();
     return 1;
   }
-  const std::string base_url =
-      "http://" + http_options.address + ":" + std::to_string(server.value()->port());
+  const std::string base_url = (http_options.tls_cert_file.empty() ? "http://" : "https://") +
+                               http_options.address + ":" + std::to_string(server.value()->port());
   engine.start();
+  scheduler.start();
   std::cout << "fabric-chaos " << FABRIC_CHAOS_VERSION << " serving on " << base_url
             << " (database " << db_path << ")" << std::endl;
 

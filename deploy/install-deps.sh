@@ -11,11 +11,18 @@ packages=(
   libnl-3-dev libnl-route-3-dev libnftables-dev
   libibverbs-dev librdmacm-dev
   libgtest-dev libgmock-dev
+  libssl-dev openssl
+  # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
+  clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests
   iproute2 nftables iputils-ping util-linux procps kmod
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
+  # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)
+  chromium
 )
+# Node.js builds the dashboard (uPlot from npm). Debian's nodejs/npm unless a newer one is there.
+command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
