@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds warnings-as-errors and runs the whole suite: the unit tier
-# under AddressSanitizer + UBSan, then every tier (unit, privileged namespaces, vm qemu lab, browser),
-# then each libFuzzer target for a bounded time.
+# under AddressSanitizer + UBSan, then the privileged (namespaces), vm (qemu lab) and browser
+# tiers, then each libFuzzer target for a bounded time.
 # In CI (CI=true) a tier whose prerequisite is missing fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,29 +10,43 @@ jobs=$(nproc)
 artifacts=${FC_ARTIFACTS:-$(pwd)/artifacts}
 mkdir -p "$artifacts"
 
-echo "== dashboard (web/: npm ci, bundle uPlot and the sources into web/dist)"
+# Stage times go to the log, so that a slow stage shows up in CI output.
+stage() { echo "== [$(date +%H:%M:%S), +${SECONDS}s] $*"; }
+
+stage "dashboard (web/: npm ci, bundle uPlot and the sources into web/dist)"
 (cd web && npm ci --no-audit --no-fund && npm run build)
 
-echo "== build (Debug, -Werror)"
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DFC_WERROR=ON >/dev/null
-cmake --build build-test -j"$jobs"
+# Each test executable is a target with the test's name; tests run by node or sh are not.
+tier_targets() {
+  local build=$1
+  shift
+  local known
+  known=$(cmake --build "$build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+  (cd "$build" && ctest -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p') | grep -Fxf <(echo "$known") || true
+}
 
-echo "== build (unit tier under ASan + UBSan)"
+stage "build: unit tier under ASan + UBSan (-Werror)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFC_WERROR=ON -DFC_SANITIZE=ON >/dev/null
-# Only what the unit tier runs (each test's target has the test's name), plus the binary that
-# process-level unit tests start: the privileged and vm binaries run from build-test.
-unit_targets=$(cd build-asan && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p')
-cmake --build build-asan -j"$jobs" --target fabric-chaos $unit_targets
+# fabric-chaos too: process-level unit tests start the real binary.
+cmake --build build-asan -j"$jobs" --target fabric-chaos $(tier_targets build-asan -L unit)
 
 status=0
-echo "== unit tier under ASan + UBSan"
+stage "unit tier under ASan + UBSan"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L unit --output-on-failure --output-junit "$artifacts/unit-asan.xml") || status=1
 
-echo "== all tiers (unit, privileged, vm, browser; the soak label is left to bench-style runs)"
-(cd build-test && FC_ARTIFACTS="$artifacts" ctest -LE soak --output-on-failure \
-  --output-junit "$artifacts/all.xml") || status=1
+stage "build: privileged, vm and browser tiers (Debug, -Werror)"
+# The unit tier ran above under the sanitizers; here the binaries that drive real namespaces,
+# guests and the browser, plus the benchmarks (built, not run). The soak label is not built.
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DFC_WERROR=ON >/dev/null
+cmake --build build-test -j"$jobs" --target fabric-chaos store_batch_bench \
+  $(tier_targets build-test -LE 'unit|soak')
 
-echo "== libFuzzer targets (clang), ${FC_FUZZ_SECONDS:-60} s each"
+stage "privileged, vm and browser tiers (soak is left to bench-style runs: ctest -L soak)"
+(cd build-test && FC_ARTIFACTS="$artifacts" ctest -LE 'unit|soak' --output-on-failure \
+  --output-junit "$artifacts/tiers.xml") || status=1
+
+stage "libFuzzer targets (clang), ${FC_FUZZ_SECONDS:-60} s each, side by side"
 bash deploy/fuzz.sh || status=1
+stage "done (status $status)"
 exit $status
