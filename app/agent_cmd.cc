@@ -48,18 +48,6 @@ Options:
 const std::vector<std::string> kAgentFlags{"listen",    "token",   "token-file", "allow", "mgmt-if",
                                            "state-dir", "log-dir", "agent-id",   "help"};
 
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 std::string readFile(const std::string& path, bool* ok) {
   std::ifstream in(path);
   *ok = static_cast<bool>(in);
@@ -155,10 +143,10 @@ int agentMain(int argc, char** argv) {
   options.token = token;
   options.agent_id = flags.getOr("agent-id", "");
   options.version = FABRIC_CHAOS_VERSION;
-  options.allowed_interfaces = splitList(flags.getOr("allow", ""));
+  options.allowed_interfaces = splitCommaList(flags.getOr("allow", ""));
   options.journal_path = state_dir + "/agent-journal.json";
   if (auto mgmt = flags.get("mgmt-if")) {
-    options.management_interfaces = splitList(*mgmt);
+    options.management_interfaces = splitCommaList(*mgmt);
   } else {
     bool ok = false;
     const std::string route = agent::defaultRouteInterface(readFile("/proc/net/route", &ok));

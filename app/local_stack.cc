@@ -47,14 +47,21 @@ std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>
   return {names.begin(), names.end()};
 }
 
-core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text) {
+std::vector<std::string> splitCommaList(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& item : splitCommaList(text)) {
     const size_t slash = item.find('/');
     const std::string netns = slash == std::string::npos ? "" : item.substr(0, slash);
     const std::string ifname = slash == std::string::npos ? item : item.substr(slash + 1);

@@ -15,6 +15,7 @@
 #include "core/http_message.h"
 #include "server/api/api.h"
 #include "server/store/store.h"
+#include "tests/fakes/fake_kinds.h"
 #include "tests/fakes/fake_services.h"
 
 namespace {
@@ -118,20 +119,7 @@ struct World {
           {"link_flap", "takes a link down and up", true, "", "netlink"},
           {"packet_loss", "drops packets", false, "nftables is missing", "nftables"}};
     };
-    deps.kinds = [] {
-      scenarios::KindCatalog kinds;
-      kinds.kinds = {"link_flap", "packet_loss"};
-      kinds.validate_params = [](const std::string& kind, const json& params) {
-        if (kind == "packet_loss") {
-          auto it = params.find("percent");
-          if (it == params.end() || !it->is_number() || *it < 0 || *it > 100) {
-            return Status(StatusCode::kInvalidArgument, "percent: must be a number in [0, 100]");
-          }
-        }
-        return Status::ok();
-      };
-      return kinds;
-    };
+    deps.kinds = [] { return fakes::fakeKindCatalog({"link_flap", "packet_loss"}); };
     deps.live = [](int64_t) { return json(nullptr); };
     deps.version = "fuzz";
     deps.require_auth = false;

@@ -4,49 +4,27 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fuzz/fuzz_support.h"
 #include "scenarios/model.h"
 #include "scenarios/validate.h"
+#include "tests/fakes/fake_kinds.h"
 
 namespace {
 
 using fabric_chaos::core::Status;
-using fabric_chaos::core::StatusCode;
 using nlohmann::json;
 namespace scenarios = fabric_chaos::scenarios;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "fuzz_scenario: %s\n", what.c_str());
-  std::abort();
-}
+constexpr char kTarget[] = "fuzz_scenario";
 
-// The kinds the server registers, with a parameter check in the style of the real injectors.
-scenarios::KindCatalog catalog() {
-  scenarios::KindCatalog kinds;
-  kinds.kinds = {"link_flap", "netem", "packet_loss"};
-  kinds.validate_params = [](const std::string& kind, const json& params) {
-    if (kind == "packet_loss") {
-      auto it = params.find("percent");
-      if (it == params.end() || !it->is_number() || *it < 0 || *it > 100) {
-        return Status(StatusCode::kInvalidArgument, "params.percent: a number in [0, 100]");
-      }
-    }
-    return Status::ok();
-  };
-  return kinds;
-}
+[[noreturn]] void fail(const std::string& what) { fabric_chaos::fuzz::fail(kTarget, what); }
 
+// A scenario's errors are the input's fault: kInvalidArgument or kUnprocessable only.
 void expectNamedError(const Status& status, const char* step) {
-  if (status.isOk()) return;
-  if (status.message().empty()) fail(std::string(step) + ": an error without a message");
-  if (status.code() != StatusCode::kInvalidArgument &&
-      status.code() != StatusCode::kUnprocessable) {
-    fail(std::string(step) + ": unexpected code for bad input: " + status.toString());
-  }
+  fabric_chaos::fuzz::expectNamedError(kTarget, status, step, /*input_codes_only=*/true);
 }
 
 }  // namespace
@@ -59,7 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expectNamedError(parsed.status(), "parseScenario");
     return 0;
   }
-  static const scenarios::KindCatalog kinds = catalog();
+  // The kinds the server registers, with a parameter check in the style of the real injectors.
+  static const scenarios::KindCatalog kinds =
+      fabric_chaos::fakes::fakeKindCatalog({"link_flap", "netem", "packet_loss"});
   expectNamedError(scenarios::validateKindsAndTiming(*parsed, kinds), "validateKindsAndTiming");
   (void)parsed->plannedDurationMs();
   for (const auto& step : parsed->steps) (void)step.target.describe();

@@ -4,34 +4,29 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_support.h"
 #include "scenarios/model.h"
 #include "scenarios/topology.h"
 #include "scenarios/validate.h"
+#include "tests/fakes/fake_kinds.h"
 
 namespace {
 
 using fabric_chaos::core::Status;
-using fabric_chaos::core::StatusCode;
 using nlohmann::json;
 namespace scenarios = fabric_chaos::scenarios;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "fuzz_topology: %s\n", what.c_str());
-  std::abort();
-}
+constexpr char kTarget[] = "fuzz_topology";
 
+[[noreturn]] void fail(const std::string& what) { fabric_chaos::fuzz::fail(kTarget, what); }
+
+// Any code but kInternal: resolution may also answer kNotFound for a name the fabric lacks.
 void expectNamedError(const Status& status, const char* step) {
-  if (status.isOk()) return;
-  if (status.message().empty()) fail(std::string(step) + ": an error without a message");
-  if (status.code() == StatusCode::kInternal) {
-    fail(std::string(step) + ": internal error for bad input: " + status.toString());
-  }
+  fabric_chaos::fuzz::expectNamedError(kTarget, status, step, /*input_codes_only=*/false);
 }
 
 void resolve(const scenarios::TargetSelector& selector, const scenarios::Fabric& fabric) {
@@ -103,9 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& s : selectors) resolve(s, fabric);
 
   // A scenario with one link_flap per host, validated against the fabric.
-  scenarios::KindCatalog kinds;
-  kinds.kinds = {"link_flap"};
-  kinds.validate_params = [](const std::string&, const json&) { return Status::ok(); };
+  const scenarios::KindCatalog kinds = fabric_chaos::fakes::fakeKindCatalog({"link_flap"});
   scenarios::Scenario scenario;
   scenario.name = "fuzz";
   int64_t at = 0;

@@ -215,16 +215,41 @@ Result<json> parseJson(const std::string& text, const std::string& what) {
   return value;
 }
 
-Status runNotFound(int64_t id) {
-  return Status(StatusCode::kNotFound, "run " + std::to_string(id) + " not found");
+// "run 7 not found", "suite run 3 not found", "journal entry 9 not found", ...
+Status notFound(std::string_view noun, int64_t id) {
+  return Status(StatusCode::kNotFound, std::string(noun) + " " + std::to_string(id) + " not found");
 }
 
 // Appends to a run's child table fail on the foreign key when the run is absent; say so plainly.
-Status mapRunForeignKey(const Status& status, int64_t run_id, const std::string& what) {
+// Any other failure passes through as it is.
+Status mapRunForeignKey(const Status& status, int64_t run_id) {
   if (status.origin() == SQLITE_CONSTRAINT_FOREIGNKEY) {
-    return Status(StatusCode::kNotFound, runNotFound(run_id).message(), status.origin());
+    return Status(StatusCode::kNotFound, notFound("run", run_id).message(), status.origin());
   }
-  return status.withContext(what);
+  return status;
+}
+
+// Parameter binding for execWith(): std::nullopt binds NULL.
+template <typename T>
+void bindParam(Query& q, int index, const T& value) {
+  q.bind(index, value);
+}
+template <typename T>
+void bindParam(Query& q, int index, const std::optional<T>& value) {
+  if (value) {
+    q.bind(index, *value);
+  } else {
+    q.bindNull(index);
+  }
+}
+
+// Binds args to ?1..?N and runs a statement that returns no rows.
+template <typename... Args>
+Status execWith(Statement& stmt, const Args&... args) {
+  Query q(stmt);
+  int index = 1;
+  (bindParam(q, index++, args), ...);
+  return q.exec();
 }
 
 // Statements that run once at open, before the schema is known to exist.
@@ -384,12 +409,18 @@ constexpr std::string_view kScheduleColumns =
 constexpr std::string_view kTokenColumns =
     "id, name, role, secret_hash, created_ms, revoked_ms, last_used_ms";
 
+// A table of named JSON documents with a builtin flag: scenarios and suites are stored and
+// guarded the same way, so one set of statements and methods serves both.
+struct DocumentStatements {
+  Statement get_builtin, put, get, list, remove;
+};
+
 // Every statement the store uses, prepared once at open.
 struct Statements {
   Statement begin, commit, rollback;
   Statement user_version;
 
-  Statement get_scenario_builtin, put_scenario, get_scenario, list_scenarios, delete_scenario;
+  DocumentStatements scenarios;
 
   Statement insert_run, insert_transition, get_run_state, set_run_state, get_run_attributes,
       set_run_attributes, finish_run, get_run, list_transitions, list_unfinished;
@@ -401,7 +432,7 @@ struct Statements {
   Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
   Statement list_unfinished_runs;
 
-  Statement get_suite_builtin, put_suite, get_suite, list_suites, delete_suite;
+  DocumentStatements suites;
   Statement insert_suite_run, get_suite_run_state, set_suite_run_state, get_suite_run,
       list_suite_runs, list_suite_run_runs, insert_suite_run_run, list_unfinished_suite_runs;
 
@@ -412,6 +443,24 @@ struct Statements {
   Statement insert_audit, list_audit;
 };
 
+using StatementSql = std::vector<std::pair<Statement*, std::string>>;
+
+// table is one of the compile-time table names above, never outside input.
+void addDocumentSql(StatementSql& all, DocumentStatements& d, const std::string& table) {
+  const std::string select = "SELECT name, document, builtin, updated_ms FROM " + table + " ";
+  all.insert(all.end(),
+             {
+                 {&d.get_builtin, "SELECT builtin FROM " + table + " WHERE name = ?1"},
+                 {&d.put, "INSERT INTO " + table +
+                              " (name, document, builtin, updated_ms) VALUES (?1, ?2, ?3, ?4) "
+                              "ON CONFLICT (name) DO UPDATE SET document = excluded.document, "
+                              "builtin = excluded.builtin, updated_ms = excluded.updated_ms"},
+                 {&d.get, select + "WHERE name = ?1"},
+                 {&d.list, select + "ORDER BY name"},
+                 {&d.remove, "DELETE FROM " + table + " WHERE name = ?1"},
+             });
+}
+
 Status prepareAll(sqlite3* db, Statements& s) {
   const std::string run_select = "SELECT " + std::string(kRunColumns) + " FROM runs ";
   const std::string suite_run_select =
@@ -419,22 +468,11 @@ Status prepareAll(sqlite3* db, Statements& s) {
   const std::string schedule_select =
       "SELECT " + std::string(kScheduleColumns) + " FROM schedules ";
   const std::string token_select = "SELECT " + std::string(kTokenColumns) + " FROM tokens ";
-  const std::pair<Statement*, std::string> all[] = {
+  StatementSql all = {
       {&s.begin, "BEGIN IMMEDIATE"},
       {&s.commit, "COMMIT"},
       {&s.rollback, "ROLLBACK"},
       {&s.user_version, "PRAGMA user_version"},
-
-      {&s.get_scenario_builtin, "SELECT builtin FROM scenarios WHERE name = ?1"},
-      {&s.put_scenario,
-       "INSERT INTO scenarios (name, document, builtin, updated_ms) VALUES (?1, ?2, ?3, ?4) "
-       "ON CONFLICT (name) DO UPDATE SET document = excluded.document, "
-       "builtin = excluded.builtin, updated_ms = excluded.updated_ms"},
-      {&s.get_scenario,
-       "SELECT name, document, builtin, updated_ms FROM scenarios WHERE name = ?1"},
-      {&s.list_scenarios,
-       "SELECT name, document, builtin, updated_ms FROM scenarios ORDER BY name"},
-      {&s.delete_scenario, "DELETE FROM scenarios WHERE name = ?1"},
 
       {&s.insert_run,
        "INSERT INTO runs (scenario_name, scenario, fabric, state, created_ms) "
@@ -485,15 +523,6 @@ Status prepareAll(sqlite3* db, Statements& s) {
        "WHERE state <> 'reverted' ORDER BY id"},
       {&s.list_unfinished_runs, run_select + "WHERE state NOT IN (?1, ?2, ?3, ?4, ?5) ORDER BY id"},
 
-      {&s.get_suite_builtin, "SELECT builtin FROM suites WHERE name = ?1"},
-      {&s.put_suite,
-       "INSERT INTO suites (name, document, builtin, updated_ms) VALUES (?1, ?2, ?3, ?4) "
-       "ON CONFLICT (name) DO UPDATE SET document = excluded.document, "
-       "builtin = excluded.builtin, updated_ms = excluded.updated_ms"},
-      {&s.get_suite, "SELECT name, document, builtin, updated_ms FROM suites WHERE name = ?1"},
-      {&s.list_suites, "SELECT name, document, builtin, updated_ms FROM suites ORDER BY name"},
-      {&s.delete_suite, "DELETE FROM suites WHERE name = ?1"},
-
       {&s.insert_suite_run,
        "INSERT INTO suite_runs (suite_name, suite, fabric, state, created_ms) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -539,12 +568,151 @@ Status prepareAll(sqlite3* db, Statements& s) {
        "SELECT id, wall_ms, actor, role, method, path, status, detail FROM audit "
        "WHERE id < ?2 ORDER BY id DESC LIMIT ?1"},
   };
+  addDocumentSql(all, s.scenarios, "scenarios");
+  addDocumentSql(all, s.suites, "suites");
   for (const auto& [target, sql] : all) {
     auto stmt = Statement::prepare(db, sql);
     if (!stmt.isOk()) return stmt.status();
     *target = std::move(stmt).value();
   }
   return Status::ok();
+}
+
+// Row readers: each takes the columns in its SELECT's order.
+
+// Columns: name, document, builtin, updated_ms. noun ("scenario", "suite") names the row in errors.
+template <typename Record>
+Result<Record> readDocument(const Query& q, std::string_view noun) {
+  Record r;
+  r.name = q.text(0);
+  auto document = parseJson(q.text(1), std::string(noun) + " " + r.name);
+  if (!document.isOk()) return document.status();
+  r.document = std::move(document).value();
+  r.builtin = q.int64(2) != 0;
+  r.updated_ms = q.int64(3);
+  return r;
+}
+
+Result<ScenarioRecord> readScenario(const Query& q) {
+  return readDocument<ScenarioRecord>(q, "scenario");
+}
+Result<SuiteRecord> readSuite(const Query& q) { return readDocument<SuiteRecord>(q, "suite"); }
+
+// Columns in kRunColumns order.
+Result<RunRecord> readRun(const Query& q) {
+  RunRecord r;
+  r.id = q.int64(0);
+  const std::string name = "run " + std::to_string(r.id);
+  r.scenario_name = q.text(1);
+  auto scenario = parseJson(q.text(2), name + " scenario");
+  if (!scenario.isOk()) return scenario.status();
+  r.scenario = std::move(scenario).value();
+  r.fabric = q.text(3);
+  r.state = q.text(4);
+  r.created_ms = q.int64(5);
+  r.started_ms = q.int64(6);
+  r.finished_ms = q.int64(7);
+  if (!q.isNull(8)) r.score = q.real(8);
+  auto result = parseJson(q.text(9), name + " result");
+  if (!result.isOk()) return result.status();
+  r.result = std::move(result).value();
+  auto attributes = parseJson(q.text(10), name + " attributes");
+  if (!attributes.isOk()) return attributes.status();
+  r.attributes = std::move(attributes).value();
+  r.error = q.text(11);
+  return r;
+}
+
+// Columns in kSuiteRunColumns order; run_ids are loaded separately.
+Result<SuiteRunRecord> readSuiteRun(const Query& q) {
+  SuiteRunRecord r;
+  r.id = q.int64(0);
+  r.suite_name = q.text(1);
+  auto suite = parseJson(q.text(2), "suite run " + std::to_string(r.id) + " suite");
+  if (!suite.isOk()) return suite.status();
+  r.suite = std::move(suite).value();
+  r.fabric = q.text(3);
+  r.state = q.text(4);
+  r.created_ms = q.int64(5);
+  r.finished_ms = q.int64(6);
+  r.error = q.text(7);
+  return r;
+}
+
+// Columns in kScheduleColumns order.
+Result<ScheduleRecord> readSchedule(const Query& q) {
+  ScheduleRecord r;
+  r.id = q.int64(0);
+  r.cron = q.text(1);
+  r.scenario = q.text(2);
+  r.suite = q.text(3);
+  r.fabric = q.text(4);
+  r.enabled = q.int64(5) != 0;
+  r.created_ms = q.int64(6);
+  r.last_fired_ms = q.int64(7);
+  r.last_result = q.text(8);
+  return r;
+}
+
+// Columns in kTokenColumns order.
+Result<TokenRecord> readToken(const Query& q) {
+  TokenRecord r;
+  r.id = q.int64(0);
+  r.name = q.text(1);
+  auto role = parseRole(q.text(2));
+  if (!role.isOk()) {
+    return Status(StatusCode::kInternal,
+                  "token " + std::to_string(r.id) + " has an unknown role " + q.text(2));
+  }
+  r.role = *role;
+  r.secret_hash = q.text(3);
+  r.created_ms = q.int64(4);
+  r.revoked_ms = q.int64(5);
+  r.last_used_ms = q.int64(6);
+  return r;
+}
+
+// Columns: id, wall_ms, actor, role, method, path, status, detail.
+Result<AuditRecord> readAudit(const Query& q) {
+  AuditRecord r;
+  r.id = q.int64(0);
+  r.wall_ms = q.int64(1);
+  r.actor = q.text(2);
+  r.role = q.text(3);
+  r.method = q.text(4);
+  r.path = q.text(5);
+  r.status = static_cast<int>(q.int64(6));
+  auto detail = parseJson(q.text(7), "audit entry " + std::to_string(r.id) + " detail");
+  if (!detail.isOk()) return detail.status();
+  r.detail = std::move(detail).value();
+  return r;
+}
+
+// Every remaining row of q through read; the first unreadable row or step error ends the list.
+template <typename Record>
+Result<std::vector<Record>> readAll(Query& q, Result<Record> (*read)(const Query&),
+                                    const std::string& what) {
+  std::vector<Record> out;
+  while (q.next()) {
+    auto record = read(q);
+    if (!record.isOk()) return record.status();
+    out.push_back(std::move(record).value());
+  }
+  FC_RETURN_IF_ERROR(q.status().withContext(what));
+  return out;
+}
+
+// The one row stmt finds for key, or not_found.
+template <typename Record, typename Key>
+Result<Record> readOne(Statement& stmt, const Key& key, Result<Record> (*read)(const Query&),
+                       const std::string& what, const Status& not_found) {
+  Query q(stmt);
+  q.bind(1, key);
+  if (!q.next()) {
+    FC_RETURN_IF_ERROR(q.status().withContext(what));
+    return not_found;
+  }
+  return read(q);
 }
 
 class SqliteStore final : public Store {
@@ -562,77 +730,19 @@ class SqliteStore final : public Store {
   }
 
   Status putScenario(const std::string& name, const json& document, bool builtin) override {
-    if (name.empty()) return Status(StatusCode::kInvalidArgument, "scenario name is empty");
-    std::lock_guard lock(mu_);
-    const std::string what = "put scenario " + name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      // Start-up re-seeds builtins over whatever is stored, so a user's edit of one would be
-      // silently lost at the next restart: refuse it now instead.
-      Query q(st_.get_scenario_builtin);
-      q.bind(1, name);
-      if (q.next() && q.int64(0) != 0 && !builtin) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "scenario " + name + " is builtin and cannot be replaced");
-      }
-      FC_RETURN_IF_ERROR(q.status().withContext(what));
-    }
-    {
-      Query q(st_.put_scenario);
-      q.bind(1, name).bind(2, dumpJson(document)).bind(3, builtin ? 1 : 0).bind(4, now());
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    return txn.commit().withContext(what);
+    return putDocument(st_.scenarios, "scenario", name, document, builtin);
   }
 
   Result<ScenarioRecord> getScenario(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.get_scenario);
-    q.bind(1, name);
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("get scenario " + name));
-      return Status(StatusCode::kNotFound, "scenario " + name + " not found");
-    }
-    return readScenario(q);
+    return getDocument(st_.scenarios, "scenario", name, readScenario);
   }
 
   Result<std::vector<ScenarioRecord>> listScenarios() override {
-    std::lock_guard lock(mu_);
-    std::vector<ScenarioRecord> out;
-    Query q(st_.list_scenarios);
-    while (q.next()) {
-      auto record = readScenario(q);
-      if (!record.isOk()) return record.status();
-      out.push_back(std::move(record).value());
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list scenarios"));
-    return out;
+    return listDocuments(st_.scenarios, "scenarios", readScenario);
   }
 
   Status deleteScenario(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    const std::string what = "delete scenario " + name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.get_scenario_builtin);
-      q.bind(1, name);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return Status(StatusCode::kNotFound, "scenario " + name + " not found");
-      }
-      if (q.int64(0) != 0) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "scenario " + name + " is builtin and cannot be deleted");
-      }
-    }
-    {
-      Query q(st_.delete_scenario);
-      q.bind(1, name);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    return txn.commit().withContext(what);
+    return deleteDocument(st_.scenarios, "scenario", name);
   }
 
   Result<int64_t> createRun(const std::string& scenario_name, const json& scenario,
@@ -642,12 +752,9 @@ class SqliteStore final : public Store {
     const int64_t now_ms = now();
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_run);
-      q.bind(1, scenario_name).bind(2, dumpJson(scenario)).bind(3, fabric).bind(4, kQueued);
-      q.bind(5, now_ms);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    FC_RETURN_IF_ERROR(
+        execWith(st_.insert_run, scenario_name, dumpJson(scenario), fabric, kQueued, now_ms)
+            .withContext(what));
     const int64_t id = sqlite3_last_insert_rowid(db_.get());
     FC_RETURN_IF_ERROR(addTransition(id, kQueued, now_ms).withContext(what));
     FC_RETURN_IF_ERROR(txn.commit().withContext(what));
@@ -667,12 +774,8 @@ class SqliteStore final : public Store {
     const int64_t now_ms = now();
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    FC_RETURN_IF_ERROR(requireUnfinished(id, what));
-    {
-      Query q(st_.set_run_state);
-      q.bind(1, id).bind(2, state).bind(3, now_ms).bind(4, kQueued);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    FC_RETURN_IF_ERROR(requireUnfinished(st_.get_run_state, "run", id, what));
+    FC_RETURN_IF_ERROR(execWith(st_.set_run_state, id, state, now_ms, kQueued).withContext(what));
     FC_RETURN_IF_ERROR(addTransition(id, state, now_ms).withContext(what));
     return txn.commit().withContext(what);
   }
@@ -689,7 +792,7 @@ class SqliteStore final : public Store {
       q.bind(1, id);
       if (!q.next()) {
         FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return runNotFound(id);
+        return notFound("run", id);
       }
       auto parsed = parseJson(q.text(0), "run " + std::to_string(id) + " attributes");
       if (!parsed.isOk()) return parsed.status();
@@ -697,11 +800,8 @@ class SqliteStore final : public Store {
     }
     if (!attributes.is_object()) attributes = json::object();
     attributes[key] = value;
-    {
-      Query q(st_.set_run_attributes);
-      q.bind(1, id).bind(2, dumpJson(attributes));
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    FC_RETURN_IF_ERROR(
+        execWith(st_.set_run_attributes, id, dumpJson(attributes)).withContext(what));
     return txn.commit().withContext(what);
   }
 
@@ -717,20 +817,14 @@ class SqliteStore final : public Store {
     const int64_t now_ms = now();
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    FC_RETURN_IF_ERROR(requireUnfinished(id, what));
+    FC_RETURN_IF_ERROR(requireUnfinished(st_.get_run_state, "run", id, what));
     FC_RETURN_IF_ERROR(finish(id, state, now_ms, score, result, error).withContext(what));
     return txn.commit().withContext(what);
   }
 
   Result<RunRecord> getRun(int64_t id) override {
     std::lock_guard lock(mu_);
-    Query q(st_.get_run);
-    q.bind(1, id);
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("get run " + std::to_string(id)));
-      return runNotFound(id);
-    }
-    return readRun(q);
+    return readOne(st_.get_run, id, readRun, "get run " + std::to_string(id), notFound("run", id));
   }
 
   Result<std::vector<RunRecord>> listRuns(const RunFilter& filter) override {
@@ -752,14 +846,7 @@ class SqliteStore final : public Store {
     int next_param = 2;
     if (!filter.scenario.empty()) q.bind(next_param++, filter.scenario);
     if (!filter.state.empty()) q.bind(next_param++, filter.state);
-    std::vector<RunRecord> out;
-    while (q.next()) {
-      auto run = readRun(q);
-      if (!run.isOk()) return run.status();
-      out.push_back(std::move(run).value());
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list runs"));
-    return out;
+    return readAll(q, readRun, "list runs");
   }
 
   Result<json> runTransitions(int64_t id) override {
@@ -773,35 +860,17 @@ class SqliteStore final : public Store {
       FC_RETURN_IF_ERROR(q.status().withContext(what));
     }
     // Every run has at least its "queued" transition, so an empty list means no such run.
-    if (out.empty()) return runNotFound(id);
+    if (out.empty()) return notFound("run", id);
     return out;
   }
 
   Result<std::vector<int64_t>> interruptUnfinishedRuns() override {
-    std::lock_guard lock(mu_);
-    const std::string what = "interrupt unfinished runs";
-    const int64_t now_ms = now();
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    std::vector<std::pair<int64_t, std::string>> unfinished;
-    {
-      Query q(st_.list_unfinished);
-      for (size_t i = 0; i < kFinalStates.size(); ++i) {
-        q.bind(static_cast<int>(i) + 1, kFinalStates[i]);
-      }
-      while (q.next()) unfinished.emplace_back(q.int64(0), q.text(1));
-      FC_RETURN_IF_ERROR(q.status().withContext(what));
-    }
-    std::vector<int64_t> ids;
-    ids.reserve(unfinished.size());
-    for (const auto& [id, state] : unfinished) {
-      FC_RETURN_IF_ERROR(finish(id, std::string(kInterrupted), now_ms, std::nullopt, json::object(),
-                                "serve stopped while the run was " + state)
-                             .withContext(what));
-      ids.push_back(id);
-    }
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
-    return ids;
+    return interruptUnfinished(st_.list_unfinished, "interrupt unfinished runs",
+                               [this](int64_t id, const std::string& state, int64_t now_ms) {
+                                 return finish(id, std::string(kInterrupted), now_ms, std::nullopt,
+                                               json::object(),
+                                               "serve stopped while the run was " + state);
+                               });
   }
 
   Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) override {
@@ -813,11 +882,9 @@ class SqliteStore final : public Store {
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
     for (const core::Sample& s : samples) {
-      Query q(st_.insert_sample);
-      q.bind(1, run_id).bind(2, s.rank).bind(3, s.iteration).bind(4, s.start_ms);
-      q.bind(5, s.duration_ms).bind(6, s.bytes);
-      Status status = q.exec();
-      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
+      Status status = execWith(st_.insert_sample, run_id, s.rank, s.iteration, s.start_ms,
+                               s.duration_ms, s.bytes);
+      if (!status.isOk()) return mapRunForeignKey(status.withContext(what), run_id);
     }
     return txn.commit().withContext(what);
   }
@@ -846,13 +913,9 @@ class SqliteStore final : public Store {
         "append event " + event.kind + " to run " + std::to_string(event.run_id);
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_event);
-      q.bind(1, event.run_id).bind(2, event.t_ms).bind(3, event.wall_ms).bind(4, event.kind);
-      q.bind(5, dumpJson(event.detail));
-      Status status = q.exec();
-      if (!status.isOk()) return mapRunForeignKey(status, event.run_id, what);
-    }
+    Status status = execWith(st_.insert_event, event.run_id, event.t_ms, event.wall_ms, event.kind,
+                             dumpJson(event.detail));
+    if (!status.isOk()) return mapRunForeignKey(status.withContext(what), event.run_id);
     return txn.commit().withContext(what);
   }
 
@@ -879,21 +942,10 @@ class SqliteStore final : public Store {
   Result<int64_t> journalIntent(int64_t run_id, const json& fault, const json& prior) override {
     std::lock_guard lock(mu_);
     const std::string what = "write journal intent for run " + std::to_string(run_id);
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_journal);
-      if (run_id == 0) {
-        q.bindNull(1);
-      } else {
-        q.bind(1, run_id);
-      }
-      q.bind(2, dumpJson(fault)).bind(3, dumpJson(prior)).bind(4, kJournalIntent).bind(5, now());
-      Status status = q.exec();
-      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
-    }
-    const int64_t id = sqlite3_last_insert_rowid(db_.get());
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    auto id = insertOne(st_.insert_journal, what,
+                        run_id == 0 ? std::nullopt : std::optional<int64_t>(run_id),
+                        dumpJson(fault), dumpJson(prior), kJournalIntent, now());
+    if (!id.isOk()) return mapRunForeignKey(id.status(), run_id);
     return id;
   }
 
@@ -909,24 +961,15 @@ class SqliteStore final : public Store {
     const std::string what = "mark " + name + " " + state;
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.get_journal_state);
-      q.bind(1, entry_id);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return Status(StatusCode::kNotFound, name + " not found");
-      }
-      if (q.text(0) == kJournalReverted) {
-        // Reverting twice is the normal outcome of a retried revert; keep the first time.
-        if (state == kJournalReverted) return Status::ok();
-        return Status(StatusCode::kFailedPrecondition, name + " is already reverted");
-      }
+    auto current = stateOf(st_.get_journal_state, "journal entry", entry_id, what);
+    if (!current.isOk()) return current.status();
+    if (*current == kJournalReverted) {
+      // Reverting twice is the normal outcome of a retried revert; keep the first time.
+      if (state == kJournalReverted) return Status::ok();
+      return Status(StatusCode::kFailedPrecondition, name + " is already reverted");
     }
-    {
-      Query q(st_.mark_journal);
-      q.bind(1, entry_id).bind(2, state).bind(3, now()).bind(4, kJournalReverted);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    FC_RETURN_IF_ERROR(
+        execWith(st_.mark_journal, entry_id, state, now(), kJournalReverted).withContext(what));
     return txn.commit().withContext(what);
   }
 
@@ -956,91 +999,27 @@ class SqliteStore final : public Store {
 
   Result<std::vector<RunRecord>> unfinishedRuns() override {
     std::lock_guard lock(mu_);
-    std::vector<RunRecord> out;
     Query q(st_.list_unfinished_runs);
     bindFinalStates(q);
-    while (q.next()) {
-      auto run = readRun(q);
-      if (!run.isOk()) return run.status();
-      out.push_back(std::move(run).value());
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list unfinished runs"));
-    return out;
+    return readAll(q, readRun, "list unfinished runs");
   }
 
   // --- Suites ---
 
   Status putSuite(const std::string& name, const json& document, bool builtin) override {
-    if (name.empty()) return Status(StatusCode::kInvalidArgument, "suite name is empty");
-    std::lock_guard lock(mu_);
-    const std::string what = "put suite " + name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      // As for scenarios: a user's edit of a builtin would be undone by the next re-seed.
-      Query q(st_.get_suite_builtin);
-      q.bind(1, name);
-      if (q.next() && q.int64(0) != 0 && !builtin) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "suite " + name + " is builtin and cannot be replaced");
-      }
-      FC_RETURN_IF_ERROR(q.status().withContext(what));
-    }
-    {
-      Query q(st_.put_suite);
-      q.bind(1, name).bind(2, dumpJson(document)).bind(3, builtin ? 1 : 0).bind(4, now());
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    return txn.commit().withContext(what);
+    return putDocument(st_.suites, "suite", name, document, builtin);
   }
 
   Result<SuiteRecord> getSuite(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.get_suite);
-    q.bind(1, name);
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("get suite " + name));
-      return Status(StatusCode::kNotFound, "suite " + name + " not found");
-    }
-    return readSuite(q);
+    return getDocument(st_.suites, "suite", name, readSuite);
   }
 
   Result<std::vector<SuiteRecord>> listSuites() override {
-    std::lock_guard lock(mu_);
-    std::vector<SuiteRecord> out;
-    Query q(st_.list_suites);
-    while (q.next()) {
-      auto record = readSuite(q);
-      if (!record.isOk()) return record.status();
-      out.push_back(std::move(record).value());
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list suites"));
-    return out;
+    return listDocuments(st_.suites, "suites", readSuite);
   }
 
   Status deleteSuite(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    const std::string what = "delete suite " + name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.get_suite_builtin);
-      q.bind(1, name);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return Status(StatusCode::kNotFound, "suite " + name + " not found");
-      }
-      if (q.int64(0) != 0) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "suite " + name + " is builtin and cannot be deleted");
-      }
-    }
-    {
-      Query q(st_.delete_suite);
-      q.bind(1, name);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    return txn.commit().withContext(what);
+    return deleteDocument(st_.suites, "suite", name);
   }
 
   // --- Suite runs ---
@@ -1049,18 +1028,8 @@ class SqliteStore final : public Store {
                                  const std::string& fabric) override {
     if (suite_name.empty()) return Status(StatusCode::kInvalidArgument, "suite name is empty");
     std::lock_guard lock(mu_);
-    const std::string what = "create suite run of " + suite_name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_suite_run);
-      q.bind(1, suite_name).bind(2, dumpJson(suite)).bind(3, fabric).bind(4, kQueued);
-      q.bind(5, now());
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    const int64_t id = sqlite3_last_insert_rowid(db_.get());
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
-    return id;
+    return insertOne(st_.insert_suite_run, "create suite run of " + suite_name, suite_name,
+                     dumpJson(suite), fabric, kQueued, now());
   }
 
   Status setSuiteRunState(int64_t id, const std::string& state, const std::string& error) override {
@@ -1075,26 +1044,12 @@ class SqliteStore final : public Store {
     const std::string what = "set suite run " + std::to_string(id) + " state to " + state;
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.get_suite_run_state);
-      q.bind(1, id);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return suiteRunNotFound(id);
-      }
-      // A final verdict is never overwritten: an abort racing the worker's own verdict loses
-      // cleanly instead of flipping a finished suite run.
-      const std::string current = q.text(0);
-      if (isFinalState(current)) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "suite run " + std::to_string(id) + " already finished (" + current + ")");
-      }
-    }
-    {
-      Query q(st_.set_suite_run_state);
-      q.bind(1, id).bind(2, state).bind(3, final_state ? now() : int64_t{0}).bind(4, error);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    // A final verdict is never overwritten: an abort racing the worker's own verdict loses
+    // cleanly instead of flipping a finished suite run.
+    FC_RETURN_IF_ERROR(requireUnfinished(st_.get_suite_run_state, "suite run", id, what));
+    FC_RETURN_IF_ERROR(
+        execWith(st_.set_suite_run_state, id, state, final_state ? now() : int64_t{0}, error)
+            .withContext(what));
     return txn.commit().withContext(what);
   }
 
@@ -1104,40 +1059,21 @@ class SqliteStore final : public Store {
         "add run " + std::to_string(run_id) + " to suite run " + std::to_string(id);
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.get_suite_run_state);
-      q.bind(1, id);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext(what));
-        return suiteRunNotFound(id);
-      }
-    }
-    {
-      Query q(st_.insert_suite_run_run);
-      q.bind(1, id).bind(2, run_id);
-      // The suite run exists (checked above), so a foreign-key failure is the run.
-      Status status = q.exec();
-      if (!status.isOk()) return mapRunForeignKey(status, run_id, what);
-    }
+    auto current = stateOf(st_.get_suite_run_state, "suite run", id, what);
+    if (!current.isOk()) return current.status();
+    // The suite run exists (checked above), so a foreign-key failure is the run.
+    Status status = execWith(st_.insert_suite_run_run, id, run_id);
+    if (!status.isOk()) return mapRunForeignKey(status.withContext(what), run_id);
     return txn.commit().withContext(what);
   }
 
   Result<SuiteRunRecord> getSuiteRun(int64_t id) override {
     std::lock_guard lock(mu_);
-    std::optional<SuiteRunRecord> record;
-    {
-      Query q(st_.get_suite_run);
-      q.bind(1, id);
-      if (!q.next()) {
-        FC_RETURN_IF_ERROR(q.status().withContext("get suite run " + std::to_string(id)));
-        return suiteRunNotFound(id);
-      }
-      auto read = readSuiteRun(q);
-      if (!read.isOk()) return read.status();
-      record = std::move(read).value();
-    }
+    auto record = readOne(st_.get_suite_run, id, readSuiteRun,
+                          "get suite run " + std::to_string(id), notFound("suite run", id));
+    if (!record.isOk()) return record.status();
     FC_RETURN_IF_ERROR(loadSuiteRunRuns(*record));
-    return std::move(*record);
+    return record;
   }
 
   Result<std::vector<SuiteRunRecord>> listSuiteRuns(int limit) override {
@@ -1146,45 +1082,22 @@ class SqliteStore final : public Store {
                     "suite run list limit must be positive, got " + std::to_string(limit));
     }
     std::lock_guard lock(mu_);
-    std::vector<SuiteRunRecord> out;
-    {
+    Result<std::vector<SuiteRunRecord>> out = [&] {
       Query q(st_.list_suite_runs);
       q.bind(1, limit);
-      while (q.next()) {
-        auto read = readSuiteRun(q);
-        if (!read.isOk()) return read.status();
-        out.push_back(std::move(read).value());
-      }
-      FC_RETURN_IF_ERROR(q.status().withContext("list suite runs"));
-    }
-    for (SuiteRunRecord& record : out) FC_RETURN_IF_ERROR(loadSuiteRunRuns(record));
+      return readAll(q, readSuiteRun, "list suite runs");
+    }();
+    if (!out.isOk()) return out.status();
+    for (SuiteRunRecord& record : *out) FC_RETURN_IF_ERROR(loadSuiteRunRuns(record));
     return out;
   }
 
   Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() override {
-    std::lock_guard lock(mu_);
-    const std::string what = "interrupt unfinished suite runs";
-    const int64_t now_ms = now();
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    std::vector<std::pair<int64_t, std::string>> unfinished;
-    {
-      Query q(st_.list_unfinished_suite_runs);
-      bindFinalStates(q);
-      while (q.next()) unfinished.emplace_back(q.int64(0), q.text(1));
-      FC_RETURN_IF_ERROR(q.status().withContext(what));
-    }
-    std::vector<int64_t> ids;
-    ids.reserve(unfinished.size());
-    for (const auto& [id, state] : unfinished) {
-      Query q(st_.set_suite_run_state);
-      q.bind(1, id).bind(2, kInterrupted).bind(3, now_ms);
-      q.bind(4, "serve stopped while the suite run was " + state);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-      ids.push_back(id);
-    }
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
-    return ids;
+    return interruptUnfinished(st_.list_unfinished_suite_runs, "interrupt unfinished suite runs",
+                               [this](int64_t id, const std::string& state, int64_t now_ms) {
+                                 return execWith(st_.set_suite_run_state, id, kInterrupted, now_ms,
+                                                 "serve stopped while the suite run was " + state);
+                               });
   }
 
   // --- Schedules ---
@@ -1198,59 +1111,33 @@ class SqliteStore final : public Store {
                     "schedule needs exactly one of scenario and suite");
     }
     std::lock_guard lock(mu_);
-    const std::string what = "create schedule " + schedule.cron;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_schedule);
-      q.bind(1, schedule.cron).bind(2, schedule.scenario).bind(3, schedule.suite);
-      q.bind(4, schedule.fabric).bind(5, schedule.enabled ? 1 : 0);
-      q.bind(6, schedule.created_ms > 0 ? schedule.created_ms : now());
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    const int64_t id = sqlite3_last_insert_rowid(db_.get());
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
-    return id;
+    return insertOne(st_.insert_schedule, "create schedule " + schedule.cron, schedule.cron,
+                     schedule.scenario, schedule.suite, schedule.fabric, schedule.enabled ? 1 : 0,
+                     schedule.created_ms > 0 ? schedule.created_ms : now());
   }
 
   Result<ScheduleRecord> getSchedule(int64_t id) override {
     std::lock_guard lock(mu_);
-    Query q(st_.get_schedule);
-    q.bind(1, id);
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("get schedule " + std::to_string(id)));
-      return scheduleNotFound(id);
-    }
-    return readSchedule(q);
+    return readOne(st_.get_schedule, id, readSchedule, "get schedule " + std::to_string(id),
+                   notFound("schedule", id));
   }
 
   Result<std::vector<ScheduleRecord>> listSchedules() override {
     std::lock_guard lock(mu_);
-    std::vector<ScheduleRecord> out;
     Query q(st_.list_schedules);
-    while (q.next()) out.push_back(readSchedule(q));
-    FC_RETURN_IF_ERROR(q.status().withContext("list schedules"));
-    return out;
+    return readAll(q, readSchedule, "list schedules");
   }
 
   Status deleteSchedule(int64_t id) override {
     std::lock_guard lock(mu_);
-    return updateOne(st_.delete_schedule, id, 0, "delete schedule " + std::to_string(id),
-                     scheduleNotFound(id));
+    return updateOne(st_.delete_schedule, "delete schedule " + std::to_string(id),
+                     notFound("schedule", id), id);
   }
 
   Status markScheduleFired(int64_t id, int64_t wall_ms, const std::string& result) override {
     std::lock_guard lock(mu_);
-    const std::string what = "mark schedule " + std::to_string(id) + " fired";
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.mark_schedule_fired);
-      q.bind(1, id).bind(2, wall_ms).bind(3, result);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    if (sqlite3_changes(db_.get()) == 0) return scheduleNotFound(id);
-    return txn.commit().withContext(what);
+    return updateOne(st_.mark_schedule_fired, "mark schedule " + std::to_string(id) + " fired",
+                     notFound("schedule", id), id, wall_ms, result);
   }
 
   // --- Tokens ---
@@ -1263,32 +1150,18 @@ class SqliteStore final : public Store {
     }
     std::lock_guard lock(mu_);
     const std::string what = "create token " + name;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_token);
-      q.bind(1, name).bind(2, roleName(role)).bind(3, secret_hash).bind(4, now());
-      Status status = q.exec();
-      if (status.origin() == SQLITE_CONSTRAINT_UNIQUE) {
-        return Status(StatusCode::kAlreadyExists, what + ": a token with this secret exists",
-                      status.origin());
-      }
-      FC_RETURN_IF_ERROR(status.withContext(what));
+    auto id = insertOne(st_.insert_token, what, name, roleName(role), secret_hash, now());
+    if (!id.isOk() && id.status().origin() == SQLITE_CONSTRAINT_UNIQUE) {
+      return Status(StatusCode::kAlreadyExists, what + ": a token with this secret exists",
+                    id.status().origin());
     }
-    const int64_t id = sqlite3_last_insert_rowid(db_.get());
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
     return id;
   }
 
   Result<TokenRecord> tokenByHash(const std::string& secret_hash) override {
     std::lock_guard lock(mu_);
-    Query q(st_.get_token_by_hash);
-    q.bind(1, secret_hash);
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("look up token"));
-      return Status(StatusCode::kNotFound, "no token has this secret");
-    }
-    auto token = readToken(q);
+    auto token = readOne(st_.get_token_by_hash, secret_hash, readToken, "look up token",
+                         Status(StatusCode::kNotFound, "no token has this secret"));
     if (!token.isOk()) return token.status();
     // Same code as an unknown secret, so a caller that only checks isOk() can never accept a
     // revoked token; the message still says what happened.
@@ -1301,27 +1174,20 @@ class SqliteStore final : public Store {
 
   Result<std::vector<TokenRecord>> listTokens() override {
     std::lock_guard lock(mu_);
-    std::vector<TokenRecord> out;
     Query q(st_.list_tokens);
-    while (q.next()) {
-      auto token = readToken(q);
-      if (!token.isOk()) return token.status();
-      out.push_back(std::move(token).value());
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list tokens"));
-    return out;
+    return readAll(q, readToken, "list tokens");
   }
 
   Status revokeToken(int64_t id) override {
     std::lock_guard lock(mu_);
-    return updateOne(st_.revoke_token, id, now(), "revoke token " + std::to_string(id),
-                     tokenNotFound(id));
+    return updateOne(st_.revoke_token, "revoke token " + std::to_string(id), notFound("token", id),
+                     id, now());
   }
 
   Status touchToken(int64_t id, int64_t wall_ms) override {
     std::lock_guard lock(mu_);
-    return updateOne(st_.touch_token, id, wall_ms, "touch token " + std::to_string(id),
-                     tokenNotFound(id));
+    return updateOne(st_.touch_token, "touch token " + std::to_string(id), notFound("token", id),
+                     id, wall_ms);
   }
 
   Result<int64_t> countActiveTokens(Role at_least) override {
@@ -1343,19 +1209,9 @@ class SqliteStore final : public Store {
 
   Result<int64_t> appendAudit(const AuditRecord& record) override {
     std::lock_guard lock(mu_);
-    const std::string what = "append audit entry " + record.method + " " + record.path;
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(st_.insert_audit);
-      q.bind(1, record.wall_ms > 0 ? record.wall_ms : now()).bind(2, record.actor);
-      q.bind(3, record.role).bind(4, record.method).bind(5, record.path).bind(6, record.status);
-      q.bind(7, dumpJson(record.detail));
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
-    const int64_t id = sqlite3_last_insert_rowid(db_.get());
-    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
-    return id;
+    return insertOne(st_.insert_audit, "append audit entry " + record.method + " " + record.path,
+                     record.wall_ms > 0 ? record.wall_ms : now(), record.actor, record.role,
+                     record.method, record.path, record.status, dumpJson(record.detail));
   }
 
   Result<std::vector<AuditRecord>> listAudit(int limit, int64_t before_id) override {
@@ -1368,25 +1224,9 @@ class SqliteStore final : public Store {
                     "audit before id must not be negative, got " + std::to_string(before_id));
     }
     std::lock_guard lock(mu_);
-    std::vector<AuditRecord> out;
     Query q(st_.list_audit);
     q.bind(1, limit).bind(2, before_id == 0 ? std::numeric_limits<int64_t>::max() : before_id);
-    while (q.next()) {
-      AuditRecord r;
-      r.id = q.int64(0);
-      r.wall_ms = q.int64(1);
-      r.actor = q.text(2);
-      r.role = q.text(3);
-      r.method = q.text(4);
-      r.path = q.text(5);
-      r.status = static_cast<int>(q.int64(6));
-      auto detail = parseJson(q.text(7), "audit entry " + std::to_string(r.id) + " detail");
-      if (!detail.isOk()) return detail.status();
-      r.detail = std::move(detail).value();
-      out.push_back(std::move(r));
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("list audit"));
-    return out;
+    return readAll(q, readAudit, "list audit");
   }
 
  private:
@@ -1394,52 +1234,132 @@ class SqliteStore final : public Store {
 
   Transaction transaction() { return Transaction(st_.begin, st_.commit, st_.rollback); }
 
-  // Inside a transaction: kNotFound, or kFailedPrecondition when the run is already final.
-  Status requireUnfinished(int64_t id, const std::string& what) {
-    Query q(st_.get_run_state);
+  static Status documentNotFound(std::string_view noun, const std::string& name) {
+    return Status(StatusCode::kNotFound, std::string(noun) + " " + name + " not found");
+  }
+
+  template <typename Record>
+  Result<Record> getDocument(DocumentStatements& st, std::string_view noun, const std::string& name,
+                             Result<Record> (*read)(const Query&)) {
+    std::lock_guard lock(mu_);
+    return readOne(st.get, name, read, "get " + std::string(noun) + " " + name,
+                   documentNotFound(noun, name));
+  }
+
+  template <typename Record>
+  Result<std::vector<Record>> listDocuments(DocumentStatements& st, std::string_view table,
+                                            Result<Record> (*read)(const Query&)) {
+    std::lock_guard lock(mu_);
+    Query q(st.list);
+    return readAll(q, read, "list " + std::string(table));
+  }
+
+  Status putDocument(DocumentStatements& st, std::string_view noun, const std::string& name,
+                     const json& document, bool builtin) {
+    const std::string label = std::string(noun) + " " + name;
+    if (name.empty()) {
+      return Status(StatusCode::kInvalidArgument, std::string(noun) + " name is empty");
+    }
+    std::lock_guard lock(mu_);
+    const std::string what = "put " + label;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      // Start-up re-seeds builtins over whatever is stored, so a user's edit of one would be
+      // silently lost at the next restart: refuse it now instead.
+      Query q(st.get_builtin);
+      q.bind(1, name);
+      if (q.next() && q.int64(0) != 0 && !builtin) {
+        return Status(StatusCode::kFailedPrecondition,
+                      label + " is builtin and cannot be replaced");
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    FC_RETURN_IF_ERROR(
+        execWith(st.put, name, dumpJson(document), builtin ? 1 : 0, now()).withContext(what));
+    return txn.commit().withContext(what);
+  }
+
+  Status deleteDocument(DocumentStatements& st, std::string_view noun, const std::string& name) {
+    std::lock_guard lock(mu_);
+    const std::string label = std::string(noun) + " " + name;
+    const std::string what = "delete " + label;
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    {
+      Query q(st.get_builtin);
+      q.bind(1, name);
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+        return documentNotFound(noun, name);
+      }
+      if (q.int64(0) != 0) {
+        return Status(StatusCode::kFailedPrecondition, label + " is builtin and cannot be deleted");
+      }
+    }
+    FC_RETURN_IF_ERROR(execWith(st.remove, name).withContext(what));
+    return txn.commit().withContext(what);
+  }
+
+  // Inside a transaction: the state column get_state reads for id, or notFound(noun, id).
+  Result<std::string> stateOf(Statement& get_state, std::string_view noun, int64_t id,
+                              const std::string& what) {
+    Query q(get_state);
     q.bind(1, id);
     if (!q.next()) {
       FC_RETURN_IF_ERROR(q.status().withContext(what));
-      return runNotFound(id);
+      return notFound(noun, id);
     }
-    std::string state = q.text(0);
-    if (isFinalState(state)) {
-      return Status(StatusCode::kFailedPrecondition,
-                    "run " + std::to_string(id) + " already finished (" + state + ")");
+    return q.text(0);
+  }
+
+  // Inside a transaction: kNotFound, or kFailedPrecondition when the run (or suite run) is
+  // already final.
+  Status requireUnfinished(Statement& get_state, std::string_view noun, int64_t id,
+                           const std::string& what) {
+    auto state = stateOf(get_state, noun, id, what);
+    if (!state.isOk()) return state.status();
+    if (isFinalState(*state)) {
+      return Status(StatusCode::kFailedPrecondition, std::string(noun) + " " + std::to_string(id) +
+                                                         " already finished (" + *state + ")");
     }
     return Status::ok();
   }
 
+  // list_unfinished is "SELECT id, state ... WHERE state NOT IN (final states)"; interrupt(id,
+  // state, now_ms) marks one row interrupted. All in one transaction; returns the ids.
+  template <typename Interrupt>
+  Result<std::vector<int64_t>> interruptUnfinished(Statement& list_unfinished,
+                                                   const std::string& what, Interrupt interrupt) {
+    std::lock_guard lock(mu_);
+    const int64_t now_ms = now();
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    std::vector<std::pair<int64_t, std::string>> unfinished;
+    {
+      Query q(list_unfinished);
+      bindFinalStates(q);
+      while (q.next()) unfinished.emplace_back(q.int64(0), q.text(1));
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    std::vector<int64_t> ids;
+    ids.reserve(unfinished.size());
+    for (const auto& [id, state] : unfinished) {
+      FC_RETURN_IF_ERROR(interrupt(id, state, now_ms).withContext(what));
+      ids.push_back(id);
+    }
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return ids;
+  }
+
   Status addTransition(int64_t id, std::string_view state, int64_t wall_ms) {
-    Query q(st_.insert_transition);
-    q.bind(1, id).bind(2, state).bind(3, wall_ms);
-    return q.exec();
+    return execWith(st_.insert_transition, id, state, wall_ms);
   }
 
   Status finish(int64_t id, const std::string& state, int64_t now_ms, std::optional<double> score,
                 const json& result, const std::string& error) {
-    {
-      Query q(st_.finish_run);
-      q.bind(1, id).bind(2, state).bind(3, now_ms);
-      if (score) {
-        q.bind(4, *score);
-      } else {
-        q.bindNull(4);
-      }
-      q.bind(5, dumpJson(result)).bind(6, error);
-      FC_RETURN_IF_ERROR(q.exec());
-    }
+    FC_RETURN_IF_ERROR(execWith(st_.finish_run, id, state, now_ms, score, dumpJson(result), error));
     return addTransition(id, state, now_ms);
-  }
-
-  static Status suiteRunNotFound(int64_t id) {
-    return Status(StatusCode::kNotFound, "suite run " + std::to_string(id) + " not found");
-  }
-  static Status scheduleNotFound(int64_t id) {
-    return Status(StatusCode::kNotFound, "schedule " + std::to_string(id) + " not found");
-  }
-  static Status tokenNotFound(int64_t id) {
-    return Status(StatusCode::kNotFound, "token " + std::to_string(id) + " not found");
   }
 
   static void bindFinalStates(Query& q) {
@@ -1448,18 +1368,25 @@ class SqliteStore final : public Store {
     }
   }
 
-  // One statement "... WHERE id = ?1" (with ?2 = value when it has one) in its own transaction;
-  // not_found when it matched no row.
-  Status updateOne(Statement& stmt, int64_t id, int64_t value, const std::string& what,
-                   const Status& not_found) {
+  // One INSERT in its own transaction; the new row's id.
+  template <typename... Args>
+  Result<int64_t> insertOne(Statement& stmt, const std::string& what, const Args&... args) {
     Transaction txn = transaction();
     FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    {
-      Query q(stmt);
-      q.bind(1, id);
-      if (sqlite3_bind_parameter_count(stmt.get()) >= 2) q.bind(2, value);
-      FC_RETURN_IF_ERROR(q.exec().withContext(what));
-    }
+    FC_RETURN_IF_ERROR(execWith(stmt, args...).withContext(what));
+    const int64_t id = sqlite3_last_insert_rowid(db_.get());
+    FC_RETURN_IF_ERROR(txn.commit().withContext(what));
+    return id;
+  }
+
+  // One statement "... WHERE id = ?1" (args bind ?1..?N, the id first) in its own transaction;
+  // not_found when it matched no row.
+  template <typename... Args>
+  Status updateOne(Statement& stmt, const std::string& what, const Status& not_found,
+                   const Args&... args) {
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    FC_RETURN_IF_ERROR(execWith(stmt, args...).withContext(what));
     if (sqlite3_changes(db_.get()) == 0) return not_found;
     return txn.commit().withContext(what);
   }
@@ -1469,102 +1396,6 @@ class SqliteStore final : public Store {
     q.bind(1, record.id);
     while (q.next()) record.run_ids.push_back(q.int64(0));
     return q.status().withContext("read runs of suite run " + std::to_string(record.id));
-  }
-
-  static Result<SuiteRecord> readSuite(const Query& q) {
-    SuiteRecord r;
-    r.name = q.text(0);
-    auto document = parseJson(q.text(1), "suite " + r.name);
-    if (!document.isOk()) return document.status();
-    r.document = std::move(document).value();
-    r.builtin = q.int64(2) != 0;
-    r.updated_ms = q.int64(3);
-    return r;
-  }
-
-  // Columns in kSuiteRunColumns order; run_ids are loaded separately.
-  static Result<SuiteRunRecord> readSuiteRun(const Query& q) {
-    SuiteRunRecord r;
-    r.id = q.int64(0);
-    r.suite_name = q.text(1);
-    auto suite = parseJson(q.text(2), "suite run " + std::to_string(r.id) + " suite");
-    if (!suite.isOk()) return suite.status();
-    r.suite = std::move(suite).value();
-    r.fabric = q.text(3);
-    r.state = q.text(4);
-    r.created_ms = q.int64(5);
-    r.finished_ms = q.int64(6);
-    r.error = q.text(7);
-    return r;
-  }
-
-  // Columns in kScheduleColumns order.
-  static ScheduleRecord readSchedule(const Query& q) {
-    ScheduleRecord r;
-    r.id = q.int64(0);
-    r.cron = q.text(1);
-    r.scenario = q.text(2);
-    r.suite = q.text(3);
-    r.fabric = q.text(4);
-    r.enabled = q.int64(5) != 0;
-    r.created_ms = q.int64(6);
-    r.last_fired_ms = q.int64(7);
-    r.last_result = q.text(8);
-    return r;
-  }
-
-  // Columns in kTokenColumns order.
-  static Result<TokenRecord> readToken(const Query& q) {
-    TokenRecord r;
-    r.id = q.int64(0);
-    r.name = q.text(1);
-    auto role = parseRole(q.text(2));
-    if (!role.isOk()) {
-      return Status(StatusCode::kInternal,
-                    "token " + std::to_string(r.id) + " has an unknown role " + q.text(2));
-    }
-    r.role = *role;
-    r.secret_hash = q.text(3);
-    r.created_ms = q.int64(4);
-    r.revoked_ms = q.int64(5);
-    r.last_used_ms = q.int64(6);
-    return r;
-  }
-
-  static Result<ScenarioRecord> readScenario(const Query& q) {
-    ScenarioRecord r;
-    r.name = q.text(0);
-    auto document = parseJson(q.text(1), "scenario " + r.name);
-    if (!document.isOk()) return document.status();
-    r.document = std::move(document).value();
-    r.builtin = q.int64(2) != 0;
-    r.updated_ms = q.int64(3);
-    return r;
-  }
-
-  // Columns in kRunColumns order.
-  static Result<RunRecord> readRun(const Query& q) {
-    RunRecord r;
-    r.id = q.int64(0);
-    const std::string name = "run " + std::to_string(r.id);
-    r.scenario_name = q.text(1);
-    auto scenario = parseJson(q.text(2), name + " scenario");
-    if (!scenario.isOk()) return scenario.status();
-    r.scenario = std::move(scenario).value();
-    r.fabric = q.text(3);
-    r.state = q.text(4);
-    r.created_ms = q.int64(5);
-    r.started_ms = q.int64(6);
-    r.finished_ms = q.int64(7);
-    if (!q.isNull(8)) r.score = q.real(8);
-    auto result = parseJson(q.text(9), name + " result");
-    if (!result.isOk()) return result.status();
-    r.result = std::move(result).value();
-    auto attributes = parseJson(q.text(10), name + " attributes");
-    if (!attributes.isOk()) return attributes.status();
-    r.attributes = std::move(attributes).value();
-    r.error = q.text(11);
-    return r;
   }
 
   std::mutex mu_;

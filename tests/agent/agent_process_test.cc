@@ -4,11 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -42,25 +39,12 @@ class AgentProcess : public fabric_chaos::testing::ChildProcess {
   }
 };
 
-class AgentBinary : public ::testing::Test {
+class AgentBinary : public fabric_chaos::testing::BinaryProcessTest {
  protected:
   void SetUp() override {
-    const char* binary = std::getenv("FC_BINARY");
-    if (binary == nullptr || !std::filesystem::exists(binary)) {
-      if (std::getenv("CI") != nullptr) {
-        FAIL() << "FC_BINARY must point at the built fabric-chaos binary (ctest sets it)";
-      }
-      GTEST_SKIP() << "FC_BINARY is not set: run through ctest";
-    }
-    binary_ = binary;
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_agentproc_XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
+    BinaryProcessTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     std::ofstream(dir_ + "/token") << kToken << "\n";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
 
   std::vector<std::string> args(std::vector<std::string> extra = {}) {
@@ -70,9 +54,6 @@ class AgentBinary : public ::testing::Test {
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
-
-  std::string binary_;
-  std::string dir_;
 };
 
 TEST_F(AgentBinary, ServesInfoOnlyWithTheTokenAndExitsCleanlyOnSigterm) {

@@ -13,6 +13,8 @@
 #include "scenarios/analysis.h"
 #include "server/auth/tokens.h"
 #include "server/store/store.h"
+#include "tests/api/api_test_support.h"
+#include "tests/fakes/fake_kinds.h"
 #include "tests/fakes/fake_random.h"
 #include "tests/fakes/fake_services.h"
 
@@ -22,9 +24,10 @@ namespace {
 using core::Status;
 using core::StatusCode;
 using fakes::FakeFabricCatalog;
-using fakes::FakeRunService;
 using nlohmann::json;
+using testing::expectError;
 using ::testing::HasSubstr;
+using testing::header;
 
 json flapScenario(const std::string& name) {
   return json{{"version", 1},
@@ -53,27 +56,10 @@ json lossScenario(const std::string& name) {
                  {"params", {{"down_ms", 100}}}}}}};
 }
 
-scenarios::KindCatalog testKinds() {
-  scenarios::KindCatalog catalog;
-  catalog.kinds = {"link_flap", "packet_loss"};
-  catalog.validate_params = [](const std::string& kind, const json& params) {
-    if (kind == "packet_loss") {
-      auto it = params.find("percent");
-      if (it == params.end() || !it->is_number() || *it < 0 || *it > 100) {
-        return Status(StatusCode::kInvalidArgument, "percent: must be a number in [0, 100]");
-      }
-    }
-    return Status::ok();
-  };
-  return catalog;
-}
-
-class ApiTest : public ::testing::Test {
+class ApiTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     fabrics_.add(FakeFabricCatalog::netnsLab(4));
     ASSERT_TRUE(store_->putScenario("builtin-flap", flapScenario("builtin-flap"), true).isOk());
     ASSERT_TRUE(store_->putScenario("my-loss", lossScenario("my-loss"), false).isOk());
@@ -81,7 +67,7 @@ class ApiTest : public ::testing::Test {
     // (auth_api_test.cc).
     auto admin = auth::issueToken(*store_, random_, "test-admin", store::Role::kAdmin);
     ASSERT_TRUE(admin.isOk()) << admin.status().toString();
-    token_ = admin->secret;
+    bearer_ = admin->secret;
     api_ = std::make_unique<Api>(deps());
   }
 
@@ -95,21 +81,13 @@ class ApiTest : public ::testing::Test {
           {"link_flap", "takes a link down and up", true, "", "netlink"},
           {"packet_loss", "drops a fraction of packets", false, "nftables is missing", "nftables"}};
     };
-    deps.kinds = testKinds;
+    deps.kinds = [] { return fakes::fakeKindCatalog({"link_flap", "packet_loss"}); };
     deps.version = "1.2.3";
     deps.default_fabric = "netns-lab";
     return deps;
   }
 
-  Response call(const std::string& method, const std::string& target,
-                const std::string& body = "") {
-    Request request;
-    request.method = method;
-    request.target = target;
-    request.body = body;
-    request.headers["authorization"] = "Bearer " + token_;
-    return api_->handle(request);
-  }
+  using ApiFixture::call;
   Response call(const std::string& method, const std::string& target, const json& body) {
     return call(method, target, body.dump());
   }
@@ -117,13 +95,6 @@ class ApiTest : public ::testing::Test {
   static json parse(const Response& response) {
     EXPECT_EQ(response.content_type, "application/json");
     return json::parse(response.body);
-  }
-
-  static std::string header(const Response& response, const std::string& name) {
-    for (const auto& [key, value] : response.headers) {
-      if (key == name) return value;
-    }
-    return "";
   }
 
   // A finished run with samples from two ranks and two events, stored directly.
@@ -157,23 +128,8 @@ class ApiTest : public ::testing::Test {
     return list.isOk() ? list->size() : 0;
   }
 
-  std::unique_ptr<store::Store> store_;
-  FakeRunService runs_;
-  FakeFabricCatalog fabrics_;
-  std::unique_ptr<Api> api_;
-  fakes::FakeRandomSource random_;
-  std::string token_;  // an admin's secret, sent with every call()
+  fakes::FakeRandomSource random_;  // bearer_ is an admin's secret, sent with every call()
 };
-
-void expectError(const Response& response, int status, const std::string& code,
-                 const std::string& message_part) {
-  EXPECT_EQ(response.status, status) << response.body;
-  json body = json::parse(response.body, nullptr, false);
-  ASSERT_TRUE(body.is_object()) << response.body;
-  ASSERT_TRUE(body.contains("error")) << response.body;
-  EXPECT_EQ(body["error"]["code"], code) << response.body;
-  EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
-}
 
 // --- status mapping ---------------------------------------------------------------------------
 
@@ -681,7 +637,7 @@ TEST_F(ApiTest, ExceptionsBecome500) {
     throw std::runtime_error("registry exploded");
   };
   Api api(throwing);
-  Request request{"GET", "/v1/capabilities", {{"authorization", "Bearer " + token_}}, ""};
+  Request request{"GET", "/v1/capabilities", {{"authorization", "Bearer " + bearer_}}, ""};
   Response response = api.handle(request);
   expectError(response, 500, "INTERNAL", "registry exploded");
 }

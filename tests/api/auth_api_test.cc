@@ -11,6 +11,7 @@
 #include "server/api/api.h"
 #include "server/auth/tokens.h"
 #include "server/store/store.h"
+#include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_random.h"
 #include "tests/fakes/fake_services.h"
 
@@ -18,28 +19,17 @@ namespace fabric_chaos::api {
 namespace {
 
 using fakes::FakeFabricCatalog;
-using fakes::FakeRunService;
 using nlohmann::json;
 using store::Role;
+using testing::expectError;
+using testing::flapScenario;
 using ::testing::HasSubstr;
+using testing::header;
 
-json flapScenario(const std::string& name) {
-  return json{{"version", 1},
-              {"name", name},
-              {"description", "one flap of h1's link"},
-              {"steps",
-               {{{"kind", "link_flap"},
-                 {"target", {{"host", "h1"}}},
-                 {"at_ms", 1000},
-                 {"params", {{"down_ms", 500}}}}}}};
-}
-
-class AuthApiTest : public ::testing::Test {
+class AuthApiTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     fabrics_.add(FakeFabricCatalog::netnsLab(4));
     ASSERT_TRUE(store_->putScenario("flap", flapScenario("flap"), false).isOk());
     admin_ = issue("root", Role::kAdmin);
@@ -53,12 +43,7 @@ class AuthApiTest : public ::testing::Test {
     deps.store = store_.get();
     deps.runs = &runs_;
     deps.fabrics = &fabrics_;
-    deps.kinds = [] {
-      scenarios::KindCatalog catalog;
-      catalog.kinds = {"link_flap"};
-      catalog.validate_params = [](const std::string&, const json&) { return core::Status::ok(); };
-      return catalog;
-    };
+    deps.kinds = testing::linkFlapKinds;
     deps.version = "1.2.3";
     deps.require_auth = require_auth;
     return deps;
@@ -70,15 +55,11 @@ class AuthApiTest : public ::testing::Test {
     return issued.isOk() ? issued.value() : auth::IssuedToken{};
   }
 
-  // authorization "" = no Authorization header.
+  // authorization "" = no Authorization header. Hides ApiFixture::call: here every request
+  // names its credentials.
   Response call(const std::string& authorization, const std::string& method,
                 const std::string& target, const std::string& body = "") {
-    Request request;
-    request.method = method;
-    request.target = target;
-    request.body = body;
-    if (!authorization.empty()) request.headers["authorization"] = authorization;
-    return api_->handle(request);
+    return send(method, target, body, authorization);
   }
   Response as(const auth::IssuedToken& token, const std::string& method, const std::string& target,
               const json& body = nullptr) {
@@ -103,27 +84,8 @@ class AuthApiTest : public ::testing::Test {
 
   static json parse(const Response& response) { return json::parse(response.body); }
 
-  static void expectError(const Response& response, int status, const std::string& code,
-                          const std::string& message_part) {
-    EXPECT_EQ(response.status, status) << response.body;
-    json body = json::parse(response.body, nullptr, false);
-    EXPECT_EQ(body["error"]["code"], code) << response.body;
-    EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
-  }
-
-  static std::string header(const Response& response, const std::string& name) {
-    for (const auto& [key, value] : response.headers) {
-      if (key == name) return value;
-    }
-    return "";
-  }
-
-  std::unique_ptr<store::Store> store_;
-  FakeRunService runs_;
-  FakeFabricCatalog fabrics_;
   fakes::FakeRandomSource random_;
   auth::IssuedToken admin_, operator_, viewer_;
-  std::unique_ptr<Api> api_;
 };
 
 // --- authentication ---------------------------------------------------------------------------

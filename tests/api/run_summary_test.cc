@@ -12,34 +12,22 @@
 
 #include "server/api/api.h"
 #include "server/store/store.h"
+#include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_services.h"
 
 namespace fabric_chaos::api {
 namespace {
 
-using core::Status;
 using core::StatusCode;
 using fakes::FakeFabricCatalog;
-using fakes::FakeRunService;
 using nlohmann::json;
-using ::testing::HasSubstr;
+using testing::expectError;
+using testing::flapScenario;
 
-json flapScenario(const std::string& name) {
-  return json{{"version", 1},
-              {"name", name},
-              {"steps",
-               {{{"kind", "link_flap"},
-                 {"target", {{"host", "h1"}}},
-                 {"at_ms", 1000},
-                 {"params", {{"down_ms", 500}}}}}}};
-}
-
-class RunSummaryTest : public ::testing::Test {
+class RunSummaryTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     fabrics_.add(FakeFabricCatalog::netnsLab(4));
     makeApi();
   }
@@ -49,12 +37,7 @@ class RunSummaryTest : public ::testing::Test {
     deps.store = store_.get();
     deps.runs = &runs_;
     deps.fabrics = &fabrics_;
-    deps.kinds = [] {
-      scenarios::KindCatalog catalog;
-      catalog.kinds = {"link_flap"};
-      catalog.validate_params = [](const std::string&, const json&) { return Status::ok(); };
-      return catalog;
-    };
+    deps.kinds = testing::linkFlapKinds;
     deps.default_fabric = "netns-lab";
     deps.require_auth = false;
     if (with_live_) {
@@ -67,43 +50,15 @@ class RunSummaryTest : public ::testing::Test {
     api_ = std::make_unique<Api>(std::move(deps));
   }
 
-  Response call(const std::string& method, const std::string& target,
-                const std::string& body = "") {
-    Request request;
-    request.method = method;
-    request.target = target;
-    request.body = body;
-    return api_->handle(request);
-  }
-
-  json get(const std::string& target) {
-    Response response = call("GET", target);
-    EXPECT_EQ(response.status, 200) << target << ": " << response.body;
-    return json::parse(response.body);
-  }
-
   int64_t createRun(const std::string& scenario, const std::string& fabric) {
     auto id = store_->createRun(scenario, flapScenario(scenario), fabric);
     EXPECT_TRUE(id.isOk()) << id.status().toString();
     return id.isOk() ? *id : 0;
   }
 
-  std::unique_ptr<store::Store> store_;
-  FakeRunService runs_;
-  FakeFabricCatalog fabrics_;
-  std::unique_ptr<Api> api_;
   bool with_live_ = false;
   int64_t live_run_ = 0;
 };
-
-void expectError(const Response& response, int status, const std::string& code,
-                 const std::string& message_part) {
-  EXPECT_EQ(response.status, status) << response.body;
-  json body = json::parse(response.body, nullptr, false);
-  ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
-  EXPECT_EQ(body["error"]["code"], code) << response.body;
-  EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
-}
 
 TEST_F(RunSummaryTest, SummaryFieldsFollowTheRunsLifecycle) {
   const int64_t queued = createRun("flap", "netns-lab");

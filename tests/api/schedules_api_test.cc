@@ -9,20 +9,18 @@
 
 #include "server/api/api.h"
 #include "server/store/store.h"
-#include "tests/fakes/fake_services.h"
+#include "tests/api/api_test_support.h"
 
 namespace fabric_chaos::api {
 namespace {
 
 using nlohmann::json;
-using ::testing::HasSubstr;
+using testing::expectError;
 
-class SchedulesApiTest : public ::testing::Test {
+class SchedulesApiTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     ASSERT_TRUE(store_->putScenario("link-flap", json{{"name", "link-flap"}}, true).isOk());
     ASSERT_TRUE(
         store_->putSuite("acc", json{{"name", "acc"}, {"scenarios", {"link-flap"}}}, true).isOk());
@@ -32,29 +30,7 @@ class SchedulesApiTest : public ::testing::Test {
     deps.require_auth = false;
     api_ = std::make_unique<Api>(std::move(deps));
   }
-
-  Response call(const std::string& method, const std::string& target,
-                const std::string& body = "") {
-    Request request;
-    request.method = method;
-    request.target = target;
-    request.body = body;
-    return api_->handle(request);
-  }
-
-  std::unique_ptr<store::Store> store_;
-  fakes::FakeSuiteService suites_;
-  std::unique_ptr<Api> api_;
 };
-
-void expectError(const Response& response, int status, const std::string& code,
-                 const std::string& message_part) {
-  EXPECT_EQ(response.status, status) << response.body;
-  json body = json::parse(response.body, nullptr, false);
-  ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
-  EXPECT_EQ(body["error"]["code"], code) << response.body;
-  EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
-}
 
 TEST_F(SchedulesApiTest, CreateGetListDelete) {
   Response created = call("POST", "/v1/schedules",

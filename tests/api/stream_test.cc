@@ -12,6 +12,7 @@
 
 #include "server/api/handlers.h"
 #include "server/store/store.h"
+#include "tests/api/api_test_support.h"
 
 namespace fabric_chaos::api {
 namespace {
@@ -65,12 +66,12 @@ json scenarioFor(int hosts) {
   return json{{"version", 1}, {"name", "flap"}, {"workload", {{"hosts", host_list}}}};
 }
 
-class StreamTest : public ::testing::Test {
+// Only ApiFixture's store is used: the stream is opened through internal::openRunStream so that
+// next() can be driven by hand.
+class StreamTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     deps_.store = store_.get();
     deps_.live = [this](int64_t run_id) -> json {
       std::lock_guard<std::mutex> lock(live_mu_);
@@ -100,6 +101,19 @@ class StreamTest : public ::testing::Test {
     return internal::openRunStream(ctx, call, refusal);
   }
 
+  // A finished run's stream sends everything in one final chunk: status, samples, timeline, end.
+  std::vector<Message> finishedRunMessages(int64_t id) {
+    auto stream = open(id);
+    if (stream == nullptr) return {};
+    auto chunk = stream->next();
+    EXPECT_TRUE(chunk.done);
+    auto messages = parseSse(chunk.text);
+    EXPECT_EQ(eventNames(messages),
+              (std::vector<std::string>{"status", "samples", "timeline", "end"}));
+    if (messages.size() != 4) return {};
+    return messages;
+  }
+
   std::unique_ptr<core::EventStream> open(int64_t id) {
     Response refusal;
     refusal.status = 0;
@@ -108,7 +122,6 @@ class StreamTest : public ::testing::Test {
     return stream;
   }
 
-  std::unique_ptr<store::Store> store_;
   ApiDeps deps_;
   std::mutex scenario_mu_;
   std::mutex live_mu_;
@@ -237,13 +250,8 @@ TEST_F(StreamTest, FinishedRunSendsEverythingAtOnce) {
   // An engine that still has a view of a finished run must not leak it into the stream.
   setLive(id, json{{"state", "analysing"}});
 
-  auto stream = open(id);
-  ASSERT_NE(stream, nullptr);
-  auto chunk = stream->next();
-  EXPECT_TRUE(chunk.done);
-  auto messages = parseSse(chunk.text);
-  ASSERT_EQ(eventNames(messages),
-            (std::vector<std::string>{"status", "samples", "timeline", "end"}));
+  auto messages = finishedRunMessages(id);
+  ASSERT_EQ(messages.size(), 4u);
   EXPECT_EQ(messages[0].data, (json{{"state", "failed"}, {"live", nullptr}}));
   EXPECT_EQ(messages[1].data["samples"].size(), 12u);
   EXPECT_EQ(messages[2].data["events"].size(), 2u);
@@ -254,13 +262,8 @@ TEST_F(StreamTest, FinishedRunSendsEverythingAtOnce) {
 TEST_F(StreamTest, FinishedRunWithNothingRecordedStillSendsTheEmptyPair) {
   const int64_t id = createRun();
   ASSERT_TRUE(store_->finishRun(id, "error", std::nullopt, json::object(), "no ranks").isOk());
-  auto stream = open(id);
-  ASSERT_NE(stream, nullptr);
-  auto chunk = stream->next();
-  EXPECT_TRUE(chunk.done);
-  auto messages = parseSse(chunk.text);
-  ASSERT_EQ(eventNames(messages),
-            (std::vector<std::string>{"status", "samples", "timeline", "end"}));
+  auto messages = finishedRunMessages(id);
+  ASSERT_EQ(messages.size(), 4u);
   EXPECT_TRUE(messages[1].data["samples"].empty());
   EXPECT_TRUE(messages[2].data["events"].empty());
   EXPECT_EQ(messages[3].data["error"], "no ranks");

@@ -10,6 +10,7 @@
 
 #include "server/api/api.h"
 #include "server/store/store.h"
+#include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_services.h"
 
 namespace fabric_chaos::api {
@@ -18,26 +19,14 @@ namespace {
 using core::Status;
 using core::StatusCode;
 using fakes::FakeFabricCatalog;
-using fakes::FakeSuiteService;
 using nlohmann::json;
-using ::testing::HasSubstr;
+using testing::expectError;
+using testing::flapScenario;
 
-json flapScenario(const std::string& name) {
-  return json{{"version", 1},
-              {"name", name},
-              {"steps",
-               {{{"kind", "link_flap"},
-                 {"target", {{"host", "h1"}}},
-                 {"at_ms", 1000},
-                 {"params", {{"down_ms", 500}}}}}}};
-}
-
-class SuitesApiTest : public ::testing::Test {
+class SuitesApiTest : public testing::ApiFixture {
  protected:
   void SetUp() override {
-    auto opened = store::Store::open(":memory:");
-    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-    store_ = std::move(opened).value();
+    ASSERT_NO_FATAL_FAILURE(openStore());
     for (const char* name : {"link-flap", "packet-loss"}) {
       ASSERT_TRUE(store_->putScenario(name, flapScenario(name), true).isOk());
     }
@@ -50,36 +39,7 @@ class SuitesApiTest : public ::testing::Test {
     deps.require_auth = false;
     api_ = std::make_unique<Api>(std::move(deps));
   }
-
-  Response call(const std::string& method, const std::string& target,
-                const std::string& body = "") {
-    Request request;
-    request.method = method;
-    request.target = target;
-    request.body = body;
-    return api_->handle(request);
-  }
-
-  json get(const std::string& target) {
-    Response response = call("GET", target);
-    EXPECT_EQ(response.status, 200) << target << ": " << response.body;
-    return json::parse(response.body, nullptr, false);
-  }
-
-  std::unique_ptr<store::Store> store_;
-  FakeFabricCatalog fabrics_;
-  FakeSuiteService suites_;
-  std::unique_ptr<Api> api_;
 };
-
-void expectError(const Response& response, int status, const std::string& code,
-                 const std::string& message_part) {
-  EXPECT_EQ(response.status, status) << response.body;
-  json body = json::parse(response.body, nullptr, false);
-  ASSERT_TRUE(body.is_object() && body.contains("error")) << response.body;
-  EXPECT_EQ(body["error"]["code"], code) << response.body;
-  EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(message_part));
-}
 
 TEST_F(SuitesApiTest, PutGetListDelete) {
   const json doc = {{"description", "acceptance"},

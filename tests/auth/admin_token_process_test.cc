@@ -5,10 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -25,26 +23,8 @@ namespace {
 using fabric_chaos::testing::ChildProcess;
 using fabric_chaos::testing::httpRequestWithAuthorization;
 
-class ServeBinary : public ::testing::Test {
+class ServeBinary : public fabric_chaos::testing::BinaryProcessTest {
  protected:
-  void SetUp() override {
-    const char* binary = std::getenv("FC_BINARY");
-    if (binary == nullptr || !std::filesystem::exists(binary)) {
-      if (std::getenv("CI") != nullptr) {
-        FAIL() << "FC_BINARY must point at the built fabric-chaos binary (ctest sets it)";
-      }
-      GTEST_SKIP() << "FC_BINARY is not set: run through ctest";
-    }
-    binary_ = binary;
-    std::string pattern = (std::filesystem::temp_directory_path() / "fc_serveauth_XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-
   // serve on an ephemeral port with the token file at its default place (next to --db).
   std::vector<std::string> args(std::vector<std::string> extra = {}) {
     std::vector<std::string> out{binary_, "serve",         "--listen",    "127.0.0.1:0",
@@ -57,9 +37,6 @@ class ServeBinary : public ::testing::Test {
     static const std::regex kServing(R"(serving on http://127\.0\.0\.1:(\d+))");
     return serve.waitForPort(kServing, 30000, 20);
   }
-
-  std::string binary_;
-  std::string dir_;
 };
 
 TEST_F(ServeBinary, FirstStartWritesAnOwnerOnlyAdminTokenThatLaterStartsKeep) {

@@ -17,44 +17,20 @@
 
 namespace fabric_chaos::fakes {
 
-class FakeRunService : public scenarios::RunService {
+// What FakeRunService and FakeSuiteService share: submissions recorded with ids counting up from
+// 1, the Nth submit failing on demand, aborts recorded and answered. Submission has an `id` field.
+template <typename Submission>
+class FakeSubmissions {
  public:
-  struct Submission {
-    int64_t id = 0;
-    scenarios::Scenario scenario;
-    std::string fabric;
-  };
-
-  core::Result<int64_t> submit(const scenarios::Scenario& scenario,
-                               const std::string& fabric) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto failure = submit_failures_.next()) return *failure;
-    int64_t id = next_id_++;
-    submissions_.push_back({id, scenario, fabric});
-    return id;
-  }
-
-  // Submitted runs abort with OK unless told otherwise; unknown ids are kNotFound.
-  core::Status abort(int64_t run_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    abort_calls_.push_back(run_id);
-    if (auto it = abort_results_.find(run_id); it != abort_results_.end()) return it->second;
-    for (const Submission& s : submissions_) {
-      if (s.id == run_id) return core::Status::ok();
-    }
-    return core::Status(core::StatusCode::kNotFound,
-                        "run " + std::to_string(run_id) + " not found");
-  }
-
   // --- test controls ---
-  // The nth submit() (1-based, counted from construction) returns `status` and records nothing.
+  // The nth submit (1-based, counted from construction) returns `status` and records nothing.
   void failSubmitOn(int nth_call, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     submit_failures_.failOn(nth_call, std::move(status));
   }
-  void setAbortResult(int64_t run_id, core::Status status) {
+  void setAbortResult(int64_t id, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
-    abort_results_[run_id] = std::move(status);
+    abort_results_[id] = std::move(status);
   }
   void setNextId(int64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,7 +49,33 @@ class FakeRunService : public scenarios::RunService {
     return submit_failures_.calls();
   }
 
+ protected:
+  // noun names an unknown id in abort's kNotFound: "run 7 not found".
+  explicit FakeSubmissions(std::string noun) : noun_(std::move(noun)) {}
+
+  // Stores submission under the next id, unless this submit is scheduled to fail.
+  core::Result<int64_t> recordSubmit(Submission submission) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto failure = submit_failures_.next()) return *failure;
+    submission.id = next_id_++;
+    submissions_.push_back(std::move(submission));
+    return submissions_.back().id;
+  }
+
+  // Submitted ids abort with OK unless told otherwise; unknown ids are kNotFound.
+  core::Status recordAbort(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_calls_.push_back(id);
+    if (auto it = abort_results_.find(id); it != abort_results_.end()) return it->second;
+    for (const Submission& s : submissions_) {
+      if (s.id == id) return core::Status::ok();
+    }
+    return core::Status(core::StatusCode::kNotFound,
+                        noun_ + " " + std::to_string(id) + " not found");
+  }
+
  private:
+  const std::string noun_;
   mutable std::mutex mu_;
   int64_t next_id_ = 1;
   FailSchedule submit_failures_;
@@ -82,69 +84,43 @@ class FakeRunService : public scenarios::RunService {
   std::vector<int64_t> abort_calls_;
 };
 
-// Records submitted suites and aborts; ids count up from 1. Fails on the Nth submit like
-// FakeRunService.
-class FakeSuiteService : public scenarios::SuiteService {
+struct RunSubmission {
+  int64_t id = 0;
+  scenarios::Scenario scenario;
+  std::string fabric;
+};
+
+class FakeRunService : public scenarios::RunService, public FakeSubmissions<RunSubmission> {
  public:
-  struct Submission {
-    int64_t id = 0;
-    std::string suite_name;
-    nlohmann::json suite;
-    std::string fabric;
-  };
+  using Submission = RunSubmission;
+
+  FakeRunService() : FakeSubmissions("run") {}
+
+  core::Result<int64_t> submit(const scenarios::Scenario& scenario,
+                               const std::string& fabric) override {
+    return recordSubmit({0, scenario, fabric});
+  }
+  core::Status abort(int64_t run_id) override { return recordAbort(run_id); }
+};
+
+struct SuiteSubmission {
+  int64_t id = 0;
+  std::string suite_name;
+  nlohmann::json suite;
+  std::string fabric;
+};
+
+class FakeSuiteService : public scenarios::SuiteService, public FakeSubmissions<SuiteSubmission> {
+ public:
+  using Submission = SuiteSubmission;
+
+  FakeSuiteService() : FakeSubmissions("suite run") {}
 
   core::Result<int64_t> submitSuite(const std::string& suite_name, const nlohmann::json& suite,
                                     const std::string& fabric) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto failure = submit_failures_.next()) return *failure;
-    int64_t id = next_id_++;
-    submissions_.push_back({id, suite_name, suite, fabric});
-    return id;
+    return recordSubmit({0, suite_name, suite, fabric});
   }
-
-  // OK for submitted ids unless told otherwise; unknown ids are kNotFound.
-  core::Status abortSuite(int64_t suite_run_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    abort_calls_.push_back(suite_run_id);
-    if (auto it = abort_results_.find(suite_run_id); it != abort_results_.end()) {
-      return it->second;
-    }
-    for (const Submission& s : submissions_) {
-      if (s.id == suite_run_id) return core::Status::ok();
-    }
-    return core::Status(core::StatusCode::kNotFound,
-                        "suite run " + std::to_string(suite_run_id) + " not found");
-  }
-
-  // --- test controls ---
-  void failSubmitOn(int nth_call, core::Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    submit_failures_.failOn(nth_call, std::move(status));
-  }
-  void setAbortResult(int64_t suite_run_id, core::Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    abort_results_[suite_run_id] = std::move(status);
-  }
-  void setNextId(int64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    next_id_ = id;
-  }
-  std::vector<Submission> submissions() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return submissions_;
-  }
-  std::vector<int64_t> abortCalls() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return abort_calls_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  int64_t next_id_ = 1;
-  FailSchedule submit_failures_;
-  std::vector<Submission> submissions_;
-  std::map<int64_t, core::Status> abort_results_;
-  std::vector<int64_t> abort_calls_;
+  core::Status abortSuite(int64_t suite_run_id) override { return recordAbort(suite_run_id); }
 };
 
 class FakeFabricCatalog : public scenarios::FabricCatalog {

@@ -12,7 +12,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "app/local_stack.h"
@@ -44,16 +43,11 @@ bool adminUp(const std::string& netns, const std::string& ifname) {
          ("," + out.substr(open + 1, close - open - 1) + ",").find(",UP,") != std::string::npos;
 }
 
-class AllowlistTest : public ::testing::Test {
+class AllowlistTest : public OwnLabTest {
  protected:
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty())
-        << "another lab is up (fcl-* namespaces exist); this test brings up its own";
-    dir_ = makeTempDir();
-    binary_ = std::getenv("FC_BINARY");
-    auto up = runShell(binary_ + " lab up --hosts 2 --state-dir " + dir_ + "/state 2>&1");
-    ASSERT_EQ(up.exit_code, 0) << up.out;
+    OwnLabTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     // A namespace this project creates, holding a veth pair, in no fabric.
     auto extra = runShell(std::string("set -e; ip netns add ") + kExtraNs + "; ip -n " + kExtraNs +
                           " link add vx0 type veth peer name vx1; ip -n " + kExtraNs +
@@ -63,15 +57,8 @@ class AllowlistTest : public ::testing::Test {
 
   void TearDown() override {
     runShell(std::string("ip netns del ") + kExtraNs + " 2>/dev/null");
-    if (!dir_.empty()) {
-      runShell(binary_ + " lab down --state-dir " + dir_ + "/state >/dev/null 2>&1");
-      EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
-      std::filesystem::remove_all(dir_);
-    }
+    OwnLabTest::TearDown();
   }
-
-  std::string dir_;
-  std::string binary_;
 };
 
 TEST_F(AllowlistTest, TheEmbeddedAgentRefusesAnInterfaceInNoFabricAndChangesNothing) {

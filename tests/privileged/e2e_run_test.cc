@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 
 #include "core/sample.h"
@@ -20,26 +19,6 @@ using nlohmann::json;
 
 constexpr double kTimingToleranceMs = 50;
 
-json waitForFinalRun(int port, int64_t id, int timeout_s) {
-  const int64_t deadline = steadyNowNs() + int64_t{timeout_s} * 1000000000;
-  json run;
-  while (steadyNowNs() < deadline) {
-    run = httpRequest(port, "GET", "/v1/runs/" + std::to_string(id)).json();
-    const std::string state = run.value("state", "");
-    if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return run;
-}
-
-std::vector<json> eventsOfKind(const json& events, const std::string& kind) {
-  std::vector<json> out;
-  for (const auto& e : events) {
-    if (e.value("kind", "") == kind) out.push_back(e);
-  }
-  return out;
-}
-
 std::vector<core::Sample> samplesFrom(const json& body) {
   std::vector<core::Sample> samples;
   for (const auto& s : body["samples"]) {
@@ -50,35 +29,9 @@ std::vector<core::Sample> samplesFrom(const json& body) {
   return samples;
 }
 
-class EndToEndRun : public ::testing::Test {
+class EndToEndRun : public ServeWithLabTest {
  protected:
-  void SetUp() override {
-    FC_REQUIRE_ROOT();
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{"--with-lab", "4"}, dir_);
-    port_ = serve_->waitForPort(60000);
-    ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
-  }
-
-  void TearDown() override {
-    if (serve_) {
-      EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
-      // Ctrl-C removed the lab: no namespace (and so no veth, qdisc or nft table) is left.
-      EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << runShell("ip netns list").out;
-    }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  int64_t startRun(const json& scenario) {
-    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
-    EXPECT_EQ(reply.status, 202) << reply.body;
-    return reply.json().value("id", int64_t{0});
-  }
-
-  std::string dir_;
-  std::unique_ptr<ServeProcess> serve_;
-  int port_ = 0;
+  EndToEndRun() : ServeWithLabTest(4) {}
 };
 
 TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {

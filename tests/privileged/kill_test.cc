@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -112,27 +111,18 @@ struct Trial {
   std::string left_after_2s;  // non-empty: a real leftover
 };
 
-class KillTest : public ::testing::Test {
+class KillTest : public OwnLabTest {
  protected:
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty())
-        << "another lab is up (fcl-* namespaces exist); this test brings up its own";
-    dir_ = makeTempDir();
-    binary_ = std::getenv("FC_BINARY");
-    auto up = runShell(binary_ + " lab up --hosts 2 --state-dir " + dir_ + "/state 2>&1");
-    ASSERT_EQ(up.exit_code, 0) << up.out;
+    OwnLabTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     baseline_ = snapshot();
   }
 
   void TearDown() override {
     agent_.reset();
     serve_.reset();
-    if (!dir_.empty()) {
-      runShell(binary_ + " lab down --state-dir " + dir_ + "/state >/dev/null 2>&1");
-      EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
-      std::filesystem::remove_all(dir_);
-    }
+    OwnLabTest::TearDown();
   }
 
   int startServe() {
@@ -187,9 +177,7 @@ class KillTest : public ::testing::Test {
     // Preparation (ranks starting) takes ~300 ms, the baseline 500 ms; the fault ends by ~2.5 s.
     const int kill_after_ms = std::uniform_int_distribution<int>(0, 2400)(rng_);
     const int64_t submitted = steadyNowNs();
-    auto reply = httpRequest(port, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
-    EXPECT_EQ(reply.status, 202) << reply.body;
-    const int64_t run_id = reply.json().value("id", int64_t{0});
+    const int64_t run_id = startRun(port, scenario);
     std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
         std::chrono::nanoseconds(submitted + int64_t{kill_after_ms} * 1000000)));
     t.kill_ms = msSince(submitted);
@@ -305,8 +293,6 @@ class KillTest : public ::testing::Test {
     return t;
   }
 
-  std::string dir_;
-  std::string binary_;
   std::string token_ = "kill-test-token-0123456789abcdef";
   Snapshot baseline_;
   std::mt19937 rng_;

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 
 #include "tests/client/junit_check.h"
@@ -39,27 +38,17 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-class RunCli : public ::testing::Test {
+class RunCli : public ServeWithLabTest {
  protected:
+  RunCli() : ServeWithLabTest(2) {}
+
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{"--with-lab", "2"}, dir_);
-    port_ = serve_->waitForPort(60000);
-    ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
+    ServeWithLabTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_FALSE(serve_->token().empty())
         << "serve wrote no admin token to " << serve_->tokenFile() << ":\n"
         << serve_->output();
     std::ofstream(dir_ + "/short.json") << shortFlap("cli-short-flap").dump(2);
-  }
-
-  void TearDown() override {
-    if (serve_) {
-      EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
-      EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << runShell("ip netns list").out;
-    }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
   std::string server() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -99,10 +88,6 @@ class RunCli : public ::testing::Test {
   json jsonFile(const std::string& path) {
     return json::parse(readWholeFile(path), nullptr, /*allow_exceptions=*/false);
   }
-
-  std::string dir_;
-  std::unique_ptr<ServeProcess> serve_;
-  int port_ = 0;
 };
 
 TEST_F(RunCli, PassingGateExitsZeroWithACleanJunit) {

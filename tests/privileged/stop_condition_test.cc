@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -57,53 +56,9 @@ class LossTableObserver {
   std::thread thread_;
 };
 
-json waitForFinalRun(int port, int64_t id, int timeout_s) {
-  const int64_t deadline = steadyNowNs() + int64_t{timeout_s} * 1000000000;
-  json run;
-  while (steadyNowNs() < deadline) {
-    run = httpRequest(port, "GET", "/v1/runs/" + std::to_string(id)).json();
-    const std::string state = run.value("state", "");
-    if (state == "passed" || state == "failed" || state == "error" || state == "aborted" ||
-        state == "interrupted") {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return run;
-}
-
-std::vector<json> eventsOfKind(const json& events, const std::string& kind) {
-  std::vector<json> out;
-  for (const auto& e : events) {
-    if (e.value("kind", "") == kind) out.push_back(e);
-  }
-  return out;
-}
-
-class StopConditionRun : public ::testing::Test {
+class StopConditionRun : public ServeWithLabTest {
  protected:
-  void SetUp() override {
-    FC_REQUIRE_ROOT();
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{"--with-lab", "4"}, dir_);
-    port_ = serve_->waitForPort(60000);
-    ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
-  }
-
-  void TearDown() override {
-    if (serve_) {
-      EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
-      EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << runShell("ip netns list").out;
-    }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  int64_t startRun(const json& scenario) {
-    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
-    EXPECT_EQ(reply.status, 202) << reply.body;
-    return reply.json().value("id", int64_t{0});
-  }
+  StopConditionRun() : ServeWithLabTest(4) {}
 
   json events(int64_t id) {
     return httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
@@ -123,10 +78,6 @@ class StopConditionRun : public ::testing::Test {
     ASSERT_EQ(reverted.size(), 1u);
     EXPECT_EQ(reverted[0]["detail"].value("reason", ""), "stop condition");
   }
-
-  std::string dir_;
-  std::unique_ptr<ServeProcess> serve_;
-  int port_ = 0;
 };
 
 // A 20 s cable pull (link_flap down on h1's switch port): h1's neighbours stop hearing from it,

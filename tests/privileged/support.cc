@@ -16,17 +16,25 @@
 
 namespace fabric_chaos::testing {
 
+namespace {
+
+std::string missingBinary() {
+  const char* binary = std::getenv("FC_BINARY");
+  if (binary == nullptr || !std::filesystem::exists(binary)) {
+    return "FC_BINARY must point at the built fabric-chaos binary (ctest sets it)";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string missingPrivilegedPrerequisite() {
   if (geteuid() != 0) return "the privileged tier needs root (network namespaces)";
   if (!std::filesystem::exists("/proc/self/ns/net")) return "no network namespace support";
   if (runShell("command -v ip >/dev/null && command -v nft >/dev/null").exit_code != 0) {
     return "iproute2 (ip) and nftables (nft) must be installed";
   }
-  const char* binary = std::getenv("FC_BINARY");
-  if (binary == nullptr || !std::filesystem::exists(binary)) {
-    return "FC_BINARY must point at the built fabric-chaos binary (ctest sets it)";
-  }
-  return "";
+  return missingBinary();
 }
 
 CommandOutput runShell(const std::string& command) {
@@ -288,6 +296,90 @@ std::string makeTempDir() {
   char tmpl[] = "/tmp/fc-test-XXXXXX";
   char* dir = mkdtemp(tmpl);
   return dir == nullptr ? "" : dir;
+}
+
+int64_t startRun(int port, const nlohmann::json& scenario) {
+  auto reply = httpRequest(port, "POST", "/v1/runs", nlohmann::json{{"scenario", scenario}}.dump());
+  EXPECT_EQ(reply.status, 202) << reply.body;
+  return reply.json().value("id", int64_t{0});
+}
+
+nlohmann::json waitForFinalRun(int port, int64_t id, int timeout_s) {
+  const int64_t deadline = steadyNowNs() + int64_t{timeout_s} * 1000000000;
+  nlohmann::json run;
+  while (steadyNowNs() < deadline) {
+    run = httpRequest(port, "GET", "/v1/runs/" + std::to_string(id)).json();
+    const std::string state = run.value("state", "");
+    if (state == "passed" || state == "failed" || state == "error" || state == "aborted" ||
+        state == "interrupted") {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return run;
+}
+
+std::vector<nlohmann::json> eventsOfKind(const nlohmann::json& events, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : events) {
+    if (e.value("kind", "") == kind) out.push_back(e);
+  }
+  return out;
+}
+
+void BinaryProcessTest::SetUp() {
+  const std::string missing = missingBinary();
+  if (!missing.empty()) {
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && std::string(ci) == "true") FAIL() << missing;
+    GTEST_SKIP() << missing;
+  }
+  binary_ = std::getenv("FC_BINARY");
+  dir_ = makeTempDir();
+  ASSERT_FALSE(dir_.empty());
+}
+
+void BinaryProcessTest::TearDown() {
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+void ServeWithLabTest::SetUp() {
+  FC_REQUIRE_ROOT();
+  dir_ = makeTempDir();
+  ASSERT_FALSE(dir_.empty());
+  serve_ = std::make_unique<ServeProcess>(
+      std::vector<std::string>{"--with-lab", std::to_string(hosts_)}, dir_);
+  port_ = serve_->waitForPort(60000);
+  ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
+}
+
+void ServeWithLabTest::TearDown() {
+  if (serve_) {
+    EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
+    // Ctrl-C removed the lab: no namespace (and so no veth, qdisc or nft table) is left.
+    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << runShell("ip netns list").out;
+  }
+  if (!dir_.empty()) std::filesystem::remove_all(dir_);
+}
+
+void OwnLabTest::SetUp() {
+  FC_REQUIRE_ROOT();
+  ASSERT_TRUE(namespacesWithPrefix("fcl-").empty())
+      << "another lab is up (fcl-* namespaces exist); this test brings up its own";
+  dir_ = makeTempDir();
+  ASSERT_FALSE(dir_.empty());
+  binary_ = std::getenv("FC_BINARY");  // checked by FC_REQUIRE_ROOT
+  auto up = runShell(binary_ + " lab up --hosts 2 --state-dir " + dir_ + "/state 2>&1");
+  ASSERT_EQ(up.exit_code, 0) << up.out;
+}
+
+void OwnLabTest::TearDown() {
+  if (!dir_.empty()) {
+    runShell(binary_ + " lab down --state-dir " + dir_ + "/state >/dev/null 2>&1");
+    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
+    std::filesystem::remove_all(dir_);
+  }
 }
 
 }  // namespace fabric_chaos::testing

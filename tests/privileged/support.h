@@ -139,4 +139,61 @@ std::vector<std::string> namespacesWithPrefix(const std::string& prefix);
 
 std::string makeTempDir();
 
+// POST /v1/runs {"scenario": scenario} on serve at port; expects 202 and returns the run's id (0
+// when it was refused).
+int64_t startRun(int port, const nlohmann::json& scenario);
+// Polls GET /v1/runs/{id} until the run is final (passed, failed, error, aborted, interrupted) or
+// timeout_s passes; returns the last body read.
+nlohmann::json waitForFinalRun(int port, int64_t id, int timeout_s);
+// The events (GET /v1/runs/{id}/events "events" entries) whose "kind" is kind.
+std::vector<nlohmann::json> eventsOfKind(const nlohmann::json& events, const std::string& kind);
+
+// For tests that start the real binary on loopback and need no root (they run in the unit tier):
+// binary_ is FC_BINARY, dir_ a fresh temporary directory that TearDown removes. Without the
+// binary SetUp fails in CI and skips elsewhere; a derived SetUp calls this one first and returns
+// when IsSkipped() or HasFatalFailure().
+class BinaryProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  std::string binary_;
+  std::string dir_;
+};
+
+// A test against `fabric-chaos serve --with-lab HOSTS` in a fresh temporary directory dir_.
+// SetUp (after FC_REQUIRE_ROOT) starts it and waits for port_; TearDown stops it with SIGINT,
+// checks that the lab went with it (no fcl-* namespace left) and removes dir_. A derived SetUp
+// calls this one first and returns when IsSkipped() or HasFatalFailure().
+class ServeWithLabTest : public ::testing::Test {
+ protected:
+  explicit ServeWithLabTest(int hosts) : hosts_(hosts) {}
+  void SetUp() override;
+  void TearDown() override;
+
+  int64_t startRun(const nlohmann::json& scenario) {
+    return ::fabric_chaos::testing::startRun(port_, scenario);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServeProcess> serve_;
+  int port_ = 0;
+
+ private:
+  int hosts_;
+};
+
+// A test with its own `fabric-chaos lab up --hosts 2` (none may be up already: it would share
+// the fcl-* names) with its state in a fresh temporary directory dir_; binary_ is FC_BINARY.
+// TearDown brings the lab down, checks no fcl-* namespace is left and removes dir_; a derived
+// TearDown stops its own processes first, then calls this one.
+class OwnLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  std::string dir_;
+  std::string binary_;
+};
+
 }  // namespace fabric_chaos::testing

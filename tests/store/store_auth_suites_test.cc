@@ -17,6 +17,20 @@ using test_support::openOrDie;
 using test_support::RawDb;
 using test_support::TempDir;
 
+// One call that must fail: with this code, and a message containing message_part.
+struct ErrorCase {
+  const char* what;
+  core::Status status;
+  StatusCode code;
+  const char* message_part;
+};
+
+void expectError(const ErrorCase& c) {
+  EXPECT_EQ(c.status.code(), c.code) << c.what << ": " << c.status.toString();
+  EXPECT_NE(c.status.message().find(c.message_part), std::string::npos)
+      << c.what << ": " << c.status.message();
+}
+
 // The schema exactly as migration 1 released it: a database written by that binary.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE scenarios (
@@ -119,14 +133,8 @@ TEST(StoreMigrationTest, UpgradesAVersion1DatabaseKeepingItsRows) {
 
   RawDb raw(path);
   EXPECT_EQ(raw.scalar("PRAGMA user_version"), "2");
-  for (const char* table :
-       {"suites", "suite_runs", "suite_run_runs", "schedules", "tokens", "audit"}) {
-    EXPECT_EQ(raw.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                                     "AND name = '") +
-                         table + "'"),
-              "1")
-        << table;
-  }
+  test_support::expectTables(
+      raw, {"suites", "suite_runs", "suite_run_runs", "schedules", "tokens", "audit"});
   // Reopening an up-to-date database applies nothing twice.
   store.reset();
   store = openOrDie(path);
@@ -194,13 +202,7 @@ TEST_F(StoreV2Test, SuitesCrudAndBuiltinProtection) {
   ASSERT_TRUE(got.isOk());
   EXPECT_EQ(got->document, doc);
 
-  struct Case {
-    const char* what;
-    core::Status status;
-    StatusCode code;
-    const char* message_part;
-  };
-  const Case cases[] = {
+  const ErrorCase cases[] = {
       {"get missing", store_->getSuite("nope").status(), StatusCode::kNotFound, "suite nope"},
       {"delete missing", store_->deleteSuite("nope"), StatusCode::kNotFound, "suite nope"},
       {"delete builtin", store_->deleteSuite("builtin-one"), StatusCode::kFailedPrecondition,
@@ -209,11 +211,7 @@ TEST_F(StoreV2Test, SuitesCrudAndBuiltinProtection) {
        StatusCode::kFailedPrecondition, "builtin"},
       {"empty name", store_->putSuite("", doc, false), StatusCode::kInvalidArgument, "empty"},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(c.status.code(), c.code) << c.what << ": " << c.status.toString();
-    EXPECT_NE(c.status.message().find(c.message_part), std::string::npos)
-        << c.what << ": " << c.status.message();
-  }
+  for (const ErrorCase& c : cases) expectError(c);
   ASSERT_TRUE(store_->putSuite("builtin-one", json{{"v", 3}}, true).isOk());  // re-seed
   ASSERT_TRUE(store_->deleteSuite("acc").isOk());
   EXPECT_EQ(store_->getSuite("acc").status().code(), StatusCode::kNotFound);
@@ -265,13 +263,7 @@ TEST_F(StoreV2Test, SuiteRunErrors) {
   auto id = store_->createSuiteRun("acc", json::object(), "");
   ASSERT_TRUE(id.isOk());
   const int64_t run = newRun();
-  struct Case {
-    const char* what;
-    core::Status status;
-    StatusCode code;
-    const char* message_part;
-  };
-  const Case cases[] = {
+  const ErrorCase cases[] = {
       {"unknown state", store_->setSuiteRunState(*id, "injecting", ""),
        StatusCode::kInvalidArgument, "suite run state injecting"},
       {"state of missing", store_->setSuiteRunState(99, "running", ""), StatusCode::kNotFound,
@@ -286,11 +278,7 @@ TEST_F(StoreV2Test, SuiteRunErrors) {
       {"empty suite name", store_->createSuiteRun("", json::object(), "").status(),
        StatusCode::kInvalidArgument, "suite name"},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(c.status.code(), c.code) << c.what << ": " << c.status.toString();
-    EXPECT_NE(c.status.message().find(c.message_part), std::string::npos)
-        << c.what << ": " << c.status.message();
-  }
+  for (const ErrorCase& c : cases) expectError(c);
   EXPECT_TRUE(store_->getSuiteRun(*id)->run_ids.empty());  // the failed append left nothing
 }
 
@@ -387,13 +375,7 @@ TEST_F(StoreV2Test, ScheduleErrors) {
   neither.cron = "* * * * *";
   ScheduleRecord no_cron;
   no_cron.scenario = "a";
-  struct Case {
-    const char* what;
-    core::Status status;
-    StatusCode code;
-    const char* message_part;
-  };
-  const Case cases[] = {
+  const ErrorCase cases[] = {
       {"both", store_->createSchedule(both).status(), StatusCode::kInvalidArgument,
        "exactly one of scenario and suite"},
       {"neither", store_->createSchedule(neither).status(), StatusCode::kInvalidArgument,
@@ -405,11 +387,7 @@ TEST_F(StoreV2Test, ScheduleErrors) {
       {"fire missing", store_->markScheduleFired(9, 1, "run 1"), StatusCode::kNotFound,
        "schedule 9 not found"},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(c.status.code(), c.code) << c.what << ": " << c.status.toString();
-    EXPECT_NE(c.status.message().find(c.message_part), std::string::npos)
-        << c.what << ": " << c.status.message();
-  }
+  for (const ErrorCase& c : cases) expectError(c);
   EXPECT_TRUE(store_->listSchedules()->empty());
 }
 

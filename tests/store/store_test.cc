@@ -70,14 +70,8 @@ TEST_F(StoreTest, FileIsInWalModeWithTheSchemaInPlace) {
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw.scalar("PRAGMA user_version"), "2");
-  for (const char* table :
-       {"scenarios", "runs", "run_transitions", "events", "samples", "journal"}) {
-    EXPECT_EQ(raw.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                                     "AND name = '") +
-                         table + "'"),
-              "1")
-        << table;
-  }
+  test_support::expectTables(
+      raw, {"scenarios", "runs", "run_transitions", "events", "samples", "journal"});
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' "
                        "AND name = 'samples_by_run'"),
             "1");

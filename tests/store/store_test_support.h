@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -73,6 +74,17 @@ class RawDb {
  private:
   sqlite3* db_ = nullptr;
 };
+
+// Each name is a table in the database behind raw.
+inline void expectTables(RawDb& raw, std::initializer_list<const char*> tables) {
+  for (const char* table : tables) {
+    EXPECT_EQ(raw.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                                     "AND name = '") +
+                         table + "'"),
+              "1")
+        << table;
+  }
+}
 
 inline std::unique_ptr<Store> openOrDie(const std::string& path) {
   auto store = Store::open(path);
