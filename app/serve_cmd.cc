@@ -16,6 +16,7 @@
 #include "app/agent_directory.h"
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"
+#include "app/guardian.h"
 #include "app/local_stack.h"
 #include "app/version.h"
 #include "core/log.h"
@@ -231,6 +232,31 @@ int serveMain(int argc, char** argv) {
   if (http_options.tls_cert_file.empty() != http_options.tls_key_file.empty()) {
     std::cerr << "fabric-chaos serve: --tls-cert and --tls-key go together (HTTPS needs both)\n";
     return 2;
+  }
+
+  // One serve per database; then the guardian, forked while no thread exists yet, reverts the
+  // embedded agent's faults if this process dies (app/guardian.h). Declared before everything
+  // they outlive: the lock is released and the clean-exit byte sent after the engine has shut down.
+  std::error_code db_dir_ec;
+  if (auto parent = std::filesystem::path(db_path).parent_path(); !parent.empty()) {
+    std::filesystem::create_directories(parent, db_dir_ec);
+  }
+  auto guardian_sys = makeSystemGuardianSys();
+  auto db_lock = acquireServeLock(*guardian_sys, db_path);
+  if (!db_lock.isOk()) {
+    std::cerr << "fabric-chaos serve: " << db_lock.status().message() << "\n";
+    return 1;
+  }
+  struct LockRelease {
+    int fd;
+    ~LockRelease() { close(fd); }
+  } db_lock_release{*db_lock};
+  auto guardian = startGuardian({db_path, state_dir, selfExePath()});
+  if (!guardian.isOk()) {
+    std::cerr << "fabric-chaos serve: cannot start the guardian that reverts faults if serve "
+                 "dies: "
+              << guardian.status().message() << "\n";
+    return 1;
   }
 
   // Signals are taken synchronously by the main thread; block them before any thread starts.

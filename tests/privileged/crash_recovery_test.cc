@@ -1,7 +1,9 @@
-// Crash safety on a real lab: `serve` is killed with SIGKILL while a fault is in force (a link
-// held down, an nft loss table in place). The fault survives the crash — nothing reverted it —
-// and the next `serve` on the same database reverts it at start-up, marks the run interrupted,
-// and the workload ranks of the dead server are gone (they die with their parent).
+// Crash safety on a real lab: `serve` and its guardian (app/guardian.h) are killed with SIGKILL
+// while a fault is in force (a link held down, an nft loss table in place), as when a whole
+// cgroup is killed. The fault survives the crash — nothing reverted it — and the next `serve` on
+// the same database reverts it at start-up, marks the run interrupted, and the workload ranks of
+// the dead server are gone (they die with their parent). A serve killed alone is covered by its
+// guardian: tests/privileged/guardian_test.cc.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -80,6 +82,10 @@ class CrashRecovery : public ::testing::Test {
     run_id_ = reply.json()["id"].get<int64_t>();
     ASSERT_TRUE(waitFor(fault_in_force, 30000)) << serve_->output();
 
+    // The guardian first, or it would revert the fault as soon as serve is gone.
+    const auto guardians = guardiansOf(dir_);
+    ASSERT_EQ(guardians.size(), 1u);
+    ::kill(guardians[0], SIGKILL);
     serve_->kill(SIGKILL);
     // Nothing reverted the fault: the crash really left it behind.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

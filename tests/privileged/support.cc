@@ -292,6 +292,29 @@ std::vector<std::string> namespacesWithPrefix(const std::string& prefix) {
   return names;
 }
 
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::vector<int> guardiansOf(const std::string& dir) {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (readFile(entry.path().string() + "/comm") != "fc-guardian\n") continue;
+    const std::string stat = readFile(entry.path().string() + "/stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    if (readFile(entry.path().string() + "/cmdline").find(dir) == std::string::npos) continue;
+    pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
 std::string makeTempDir() {
   char tmpl[] = "/tmp/fc-test-XXXXXX";
   char* dir = mkdtemp(tmpl);

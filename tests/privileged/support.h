@@ -139,6 +139,13 @@ std::vector<std::string> namespacesWithPrefix(const std::string& prefix);
 
 std::string makeTempDir();
 
+// The whole file, or "" when it cannot be read.
+std::string readFile(const std::string& path);
+
+// Live (not zombie) fc-guardian processes (app/guardian.h) whose command line — serve's, inherited
+// by the fork — mentions `dir`: only the guardians of one test's serves, whatever else runs here.
+std::vector<int> guardiansOf(const std::string& dir);
+
 // POST /v1/runs {"scenario": scenario} on serve at port; expects 202 and returns the run's id (0
 // when it was refused).
 int64_t startRun(int port, const nlohmann::json& scenario);
