@@ -5,12 +5,15 @@
 # and the crashes. Exit status: 0 = no crash, 1 = a target crashed (its log tail and the crashing
 # input, kept under the work directory, are printed), 2 = missing tools or build failure.
 # Needs the Debian packages clang-14 and libclang-rt-14-dev (deploy/install-deps.sh).
+# --build-only stops after the build (deploy/test.sh builds while other tiers run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FC_FUZZ_SECONDS:-60}
 build=${FC_FUZZ_BUILD_DIR:-build-fuzz}
 targets=(fuzz_scenario fuzz_topology fuzz_api)
+build_only=0
+[ "${1:-}" = "--build-only" ] && build_only=1
 
 for tool in clang-14 clang++-14 cmake; do
   if ! command -v "$tool" >/dev/null 2>&1; then
@@ -36,6 +39,7 @@ if ! cmake --build "$build" -j"${FC_FUZZ_JOBS:-2}" --target "${targets[@]}"; the
   echo "fuzz.sh: building the fuzz targets failed" >&2
   exit 2
 fi
+[ "$build_only" -eq 1 ] && exit 0
 
 work=$(mktemp -d /tmp/fc-fuzz.XXXXXX)
 failed=0
