@@ -71,6 +71,23 @@ LockHolder readHolder(GuardianSys& sys, int fd) {
   return text.isOk() ? parseLockHolder(*text) : LockHolder{};
 }
 
+// One non-blocking attempt at the lock on fd; when it succeeds, names this process as its holder.
+// false = someone else holds it. On an error fd is closed.
+Result<bool> tryClaim(GuardianSys& sys, int fd, LockRole role, const std::string& path) {
+  auto locked = sys.tryLock(fd);
+  if (!locked.isOk()) {
+    sys.closeFd(fd);
+    return locked.status().withContext("cannot lock " + path);
+  }
+  if (!*locked) return false;
+  if (Status s = sys.writeFile(fd, formatLockHolder({role, sys.selfPid()})); !s.isOk()) {
+    // The lock is ours either way; a missing name only makes a rival's message vaguer.
+    core::logWarn("cannot write pid " + std::to_string(sys.selfPid()) + " into " + path + ": " +
+                  s.toString());
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<int> acquireServeLock(GuardianSys& sys, const std::string& db_path,
@@ -82,19 +99,9 @@ Result<int> acquireServeLock(GuardianSys& sys, const std::string& db_path,
   int64_t unknown_since_ms = -1;   // since when the holder has not been named (or is dead)
   int announced_guardian = 0;
   for (;;) {
-    auto locked = sys.tryLock(*fd);
-    if (!locked.isOk()) {
-      sys.closeFd(*fd);
-      return locked.status().withContext("cannot lock " + path);
-    }
-    if (*locked) {
-      if (Status s = sys.writeFile(*fd, formatLockHolder({LockRole::kServe, sys.selfPid()}));
-          !s.isOk()) {
-        // The lock is ours either way; a missing name only makes a rival's message vaguer.
-        core::logWarn("cannot write this serve's pid into " + path + ": " + s.toString());
-      }
-      return *fd;
-    }
+    auto claimed = tryClaim(sys, *fd, LockRole::kServe, path);
+    if (!claimed.isOk()) return claimed.status();
+    if (*claimed) return *fd;
     const LockHolder holder = readHolder(sys, *fd);
     const bool alive = holder.role != LockRole::kUnknown && sys.processAlive(holder.pid);
     const int64_t now = sys.nowMs();
@@ -147,18 +154,9 @@ Result<std::optional<int>> takeLockAfterServe(GuardianSys& sys, const std::strin
   if (!fd.isOk()) return fd.status().withContext("cannot open the database lock " + path);
   const int64_t start_ms = sys.nowMs();
   for (;;) {
-    auto locked = sys.tryLock(*fd);
-    if (!locked.isOk()) {
-      sys.closeFd(*fd);
-      return locked.status().withContext("cannot lock " + path);
-    }
-    if (*locked) {
-      if (Status s = sys.writeFile(*fd, formatLockHolder({LockRole::kGuardian, sys.selfPid()}));
-          !s.isOk()) {
-        core::logWarn("cannot write the guardian's pid into " + path + ": " + s.toString());
-      }
-      return std::optional<int>(*fd);
-    }
+    auto claimed = tryClaim(sys, *fd, LockRole::kGuardian, path);
+    if (!claimed.isOk()) return claimed.status();
+    if (*claimed) return std::optional<int>(*fd);
     const LockHolder holder = readHolder(sys, *fd);
     const bool ours = holder.role == LockRole::kServe && holder.pid == serve_pid;
     if (!ours && holder.role != LockRole::kUnknown && sys.processAlive(holder.pid)) {

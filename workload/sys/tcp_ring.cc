@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "workload/sys/byte_order.h"
 #include "workload/sys/endpoint.h"
 
 namespace fabric_chaos::workload {
@@ -53,18 +54,6 @@ class Fd {
  private:
   int fd_ = -1;
 };
-
-void putU32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
-uint32_t getU32(const uint8_t* p) {
-  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
-         (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
-}
 
 void tuneSocket(int fd, int buffer_bytes) {
   int one = 1;

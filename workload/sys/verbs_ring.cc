@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/clock.h"
+#include "workload/sys/byte_order.h"
 #include "workload/sys/endpoint.h"
 
 namespace fabric_chaos::workload {
@@ -49,18 +50,6 @@ constexpr char kReplyMagic[4] = {'F', 'C', 'P', '1'};
 constexpr uint32_t kMaxWorld = 65536;
 constexpr uint32_t kMaxSlotsOnWire = 4096;
 constexpr uint32_t kMaxSlotBytesOnWire = 64u << 20;
-
-void putU32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
-uint32_t getU32(const uint8_t* p) {
-  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
-         (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
-}
 
 }  // namespace
 
