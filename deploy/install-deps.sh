@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake g++ make pkg-config clang-format
+  cmake g++ make ninja-build lld pkg-config clang-format
   # libraries (headers)
   libboost-dev nlohmann-json3-dev libsqlite3-dev
   libnl-3-dev libnl-route-3-dev libnftables-dev
@@ -15,11 +15,11 @@ packages=(
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
   clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests
-  iproute2 nftables iputils-ping util-linux procps kmod
+  iproute2 nftables iputils-ping util-linux procps kmod ethtool
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)
-  chromium
+  chromium sqlite3
 )
 # Node.js builds the dashboard (uPlot from npm). Debian's nodejs/npm unless a newer one is there.
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
