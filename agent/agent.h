@@ -14,6 +14,7 @@
 #include "core/sample.h"
 #include "core/status.h"
 #include "injectors/injector.h"
+#include "injectors/sys/rdma_devices.h"
 
 namespace fabric_chaos::agent {
 
@@ -54,9 +55,38 @@ class WorkloadHandle {
   virtual int runningRanks() const = 0;
 };
 
+// One network device of the agent's host (or of a lab namespace the agent owns).
+struct AgentNetdev {
+  std::string name;
+  std::string netns;      // "" = the agent's own namespace
+  std::string operstate;  // "up", "down", "lowerlayerdown", "unknown" ...
+  std::string mac;        // "" when the device has no link-layer address
+};
+
+// The agent's clocks, read once while it answered: the controller compares realtime_ns with its
+// own wall clock to show the offset; steady_ns is the base the agent's report times count from.
+struct AgentClockSample {
+  int64_t steady_ns = 0;    // CLOCK_MONOTONIC
+  int64_t realtime_ns = 0;  // CLOCK_REALTIME, ns since the Unix epoch
+};
+
+// Who an agent is and what its host offers: what the controller shows per fabric host and
+// validates scenarios against.
+struct AgentInfo {
+  std::string version;
+  std::string hostname;
+  std::vector<injectors::KindInfo> kinds;  // with availability and backend on that host
+  std::vector<AgentNetdev> netdevs;
+  std::vector<sys::RdmaDevice> rdma_devices;
+  AgentClockSample clock;
+};
+
 class Agent {
  public:
   virtual ~Agent() = default;
+  // Reads the host afresh on every call (no cache): kUnavailable when a remote agent does not
+  // answer within its short info timeout.
+  virtual core::Result<AgentInfo> info() = 0;
   virtual std::vector<injectors::KindInfo> capabilities() = 0;
   virtual core::Status validateFault(const std::string& kind, const nlohmann::json& params) = 0;
   virtual core::Result<nlohmann::json> captureFault(const injectors::Fault& fault) = 0;

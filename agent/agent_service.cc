@@ -12,12 +12,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "core/clock.h"
+#include "core/json_keys.h"
 #include "core/log.h"
 
 namespace fabric_chaos::agent {
@@ -77,13 +79,10 @@ core::Result<json> parseBody(const std::string& body) {
   return doc;
 }
 
-Status onlyFields(const json& doc, std::initializer_list<const char*> allowed,
+Status onlyFields(const json& doc, std::initializer_list<std::string_view> allowed,
                   const std::string& prefix = "") {
-  for (const auto& [key, value] : doc.items()) {
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
-      return invalid(prefix + key, "unknown field");
-    }
-  }
+  if (auto key = core::firstUnknownKey(doc, allowed))
+    return invalid(prefix + *key, "unknown field");
   return Status::ok();
 }
 
@@ -136,15 +135,6 @@ core::Result<int64_t> queryInt(const std::map<std::string, std::string>& query,
     return invalid(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
   return value;
-}
-
-std::string targetKey(const injectors::Fault& fault) {
-  return fault.kind + "/" + fault.target.netns + "/" + fault.target.ifname;
-}
-
-std::string describe(const injectors::Fault& fault) {
-  return fault.kind + " on " + (fault.target.netns.empty() ? "" : fault.target.netns + "/") +
-         fault.target.ifname;
 }
 
 core::Result<injectors::Fault> faultField(const json& doc) {
@@ -333,15 +323,23 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Status checkTargetAllowed(const injectors::InterfaceTarget& target,
-                          const std::vector<std::string>& allowed,
+Status checkTargetAllowed(const injectors::Target& target, const std::vector<std::string>& allowed,
                           const std::vector<std::string>& management, bool empty_allows_any,
                           std::string_view remedy) {
+  const injectors::InterfaceTarget* interface = injectors::interfaceOf(target);
+  if (interface == nullptr) {
+    // The allowlist names interfaces only; until a fault family acting on other targets brings
+    // its own entries, refusing them is the only answer that cannot hurt a host.
+    return Status(StatusCode::kPermissionDenied,
+                  "fault target " + injectors::describe(target) +
+                      " is refused: this agent's allowlist has no entries for " +
+                      injectors::toString(injectors::typeOf(target)) + " targets");
+  }
   const std::string name =
-      target.netns.empty() ? target.ifname : target.netns + "/" + target.ifname;
-  const std::string shown = target.netns.empty() ? name + " (initial namespace)" : name;
-  if (target.netns.empty() &&
-      std::find(management.begin(), management.end(), target.ifname) != management.end()) {
+      interface->netns.empty() ? interface->ifname : interface->netns + "/" + interface->ifname;
+  const std::string shown = interface->netns.empty() ? name + " (initial namespace)" : name;
+  if (interface->netns.empty() &&
+      std::find(management.begin(), management.end(), interface->ifname) != management.end()) {
     return Status(StatusCode::kPermissionDenied,
                   "fault target " + shown +
                       " is this agent's management interface (it carries the controller's "
@@ -441,6 +439,64 @@ injectors::KindInfo kindInfoFromJson(const json& doc) {
   auto available = doc.find("available");
   info.available = available != doc.end() && available->is_boolean() && available->get<bool>();
   return info;
+}
+
+json agentInfoToJson(const AgentInfo& info) {
+  json kinds = json::array();
+  for (const auto& kind : info.kinds) kinds.push_back(kindInfoToJson(kind));
+  json netdevs = json::array();
+  for (const auto& dev : info.netdevs) {
+    netdevs.push_back(
+        {{"name", dev.name}, {"netns", dev.netns}, {"operstate", dev.operstate}, {"mac", dev.mac}});
+  }
+  json rdma = json::array();
+  for (const auto& dev : info.rdma_devices) {
+    json ports = json::array();
+    for (const auto& port : dev.ports) {
+      ports.push_back(
+          {{"port", port.port}, {"state", port.state}, {"gid_table_size", port.gid_table_size}});
+    }
+    rdma.push_back({{"name", dev.name}, {"ports", ports}});
+  }
+  return json{
+      {"version", info.version},
+      {"hostname", info.hostname},
+      {"kinds", kinds},
+      {"netdevs", netdevs},
+      {"rdma_devices", rdma},
+      {"clock", {{"steady_ns", info.clock.steady_ns}, {"realtime_ns", info.clock.realtime_ns}}}};
+}
+
+core::Result<AgentInfo> agentInfoFromJson(const json& doc) {
+  // Unknown fields are ignored (a newer agent may say more); a field of the wrong type is an error.
+  try {
+    if (!doc.is_object()) return invalid("agent info", "must be an object");
+    AgentInfo info;
+    info.version = doc.value("version", "");
+    info.hostname = doc.value("hostname", "");
+    for (const auto& kind : doc.value("kinds", json::array())) {
+      info.kinds.push_back(kindInfoFromJson(kind));
+    }
+    for (const auto& dev : doc.value("netdevs", json::array())) {
+      info.netdevs.push_back({dev.value("name", ""), dev.value("netns", ""),
+                              dev.value("operstate", ""), dev.value("mac", "")});
+    }
+    for (const auto& dev : doc.value("rdma_devices", json::array())) {
+      sys::RdmaDevice device;
+      device.name = dev.value("name", "");
+      for (const auto& port : dev.value("ports", json::array())) {
+        device.ports.push_back(
+            {port.value("port", 1), port.value("state", ""), port.value("gid_table_size", 0)});
+      }
+      info.rdma_devices.push_back(std::move(device));
+    }
+    const json clock = doc.value("clock", json::object());
+    info.clock.steady_ns = clock.value("steady_ns", int64_t{0});
+    info.clock.realtime_ns = clock.value("realtime_ns", int64_t{0});
+    return info;
+  } catch (const json::exception& e) {
+    return Status(StatusCode::kInvalidArgument, std::string("malformed agent info: ") + e.what());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -641,16 +697,33 @@ size_t AgentService::activeFaults() const {
   return faults_.size();
 }
 
+bool AgentService::NewestFirst::operator()(const std::string& a, const std::string& b) const {
+  // "f-12" after "f-9" is newer; ids that are not f-N (none are made) sort after, by text.
+  auto number = [](const std::string& id) -> int64_t {
+    if (id.size() < 3 || id.compare(0, 2, "f-") != 0) return -1;
+    int64_t n = 0;
+    for (size_t i = 2; i < id.size(); ++i) {
+      if (id[i] < '0' || id[i] > '9' || n > (INT64_MAX - 9) / 10) return -1;
+      n = n * 10 + (id[i] - '0');
+    }
+    return n;
+  };
+  const int64_t na = number(a);
+  const int64_t nb = number(b);
+  if (na != nb) return na > nb;
+  return a < b;
+}
+
 AgentService::ActiveFault* AgentService::findByTarget(const injectors::Fault& fault) {
-  const std::string key = targetKey(fault);
+  const std::string key = injectors::faultKey(fault);
   for (auto& [id, active] : faults_) {
-    if (targetKey(active.fault) == key) return &active;
+    if (injectors::faultKey(active.fault) == key) return &active;
   }
   return nullptr;
 }
 
 void AgentService::rememberPriorLocked(const injectors::Fault& fault, const json& prior) {
-  const std::string key = targetKey(fault);
+  const std::string key = injectors::faultKey(fault);
   if (recent_priors_.count(key) == 0) recent_order_.push_back(key);
   recent_priors_[key] = prior;
   while (recent_order_.size() > kRecentPriors) {
@@ -663,7 +736,8 @@ Status AgentService::revertLocked(const ActiveFault& active, const std::string& 
   Status status = agent_.revertFault(active.fault, active.prior);
   if (status.isOk()) {
     rememberPriorLocked(active.fault, active.prior);
-    core::logInfo("agent: reverted " + active.id + " (" + describe(active.fault) + "): " + why);
+    core::logInfo("agent: reverted " + active.id + " (" + injectors::describe(active.fault) +
+                  "): " + why);
   }
   return status;
 }
@@ -704,8 +778,17 @@ AgentService::Recovery AgentService::recoverJournal() {
     next_fault_id_ = std::max(next_fault_id_, next->get<int64_t>());
   }
   const int64_t now = core::steadyNowNs();
-  const json entries = doc.value("faults", json::array());
-  for (const auto& entry : entries.is_array() ? entries : json::array()) {
+  json entries = doc.value("faults", json::array());
+  if (!entries.is_array()) entries = json::array();
+  // Newest first, whatever order the file lists them in (older agents wrote them oldest first).
+  std::stable_sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
+    auto id = [](const json& e) {
+      return e.is_object() && e.contains("id") && e["id"].is_string() ? e["id"].get<std::string>()
+                                                                      : std::string();
+    };
+    return NewestFirst{}(id(a), id(b));
+  });
+  for (const auto& entry : entries) {
     if (!entry.is_object()) {
       ++recovery.failed;
       continue;
@@ -730,7 +813,7 @@ AgentService::Recovery AgentService::recoverJournal() {
       continue;
     }
     ++recovery.failed;
-    core::logError("agent: cannot revert " + active.id + " (" + describe(active.fault) +
+    core::logError("agent: cannot revert " + active.id + " (" + injectors::describe(active.fault) +
                    ") left by a previous agent process: " + status.toString() +
                    "; retrying every " + std::to_string(options_.revert_retry_ms) + " ms");
     active.lease_deadline_ns = now;  // expired: the lease manager keeps trying
@@ -764,7 +847,7 @@ int AgentService::expireLeases() {
       it = faults_.erase(it);
       continue;
     }
-    core::logError("agent: lease of " + active.id + " (" + describe(active.fault) +
+    core::logError("agent: lease of " + active.id + " (" + injectors::describe(active.fault) +
                    ") expired but the revert failed: " + status.toString() + "; retrying in " +
                    std::to_string(options_.revert_retry_ms) + " ms");
     active.retry_at_ns = now + int64_t{options_.revert_retry_ms} * 1000000;
@@ -805,8 +888,8 @@ int AgentService::shutdown(int workload_grace_ms) {
       it = faults_.erase(it);
     } else {
       ++failed;
-      core::logError("agent: cannot revert " + it->first + " (" + describe(it->second.fault) +
-                     ") on shutdown: " + status.toString() +
+      core::logError("agent: cannot revert " + it->first + " (" +
+                     injectors::describe(it->second.fault) + ") on shutdown: " + status.toString() +
                      "; the next agent start retries it from the journal");
       ++it;
     }
@@ -874,6 +957,7 @@ HttpResponse AgentService::route(const HttpRequest& request) {
   };
   const size_t n = parts.size();
   if (n == 1 && parts[0] == "info") return method == "GET" ? info() : notAllowed("GET");
+  if (n == 1 && parts[0] == "describe") return method == "GET" ? describe() : notAllowed("GET");
   if (n == 1 && parts[0] == "validate") {
     return method == "POST" ? validate(request.body) : notAllowed("POST");
   }
@@ -946,6 +1030,14 @@ HttpResponse AgentService::info() {
                             {"workloads", workloads}});
 }
 
+HttpResponse AgentService::describe() {
+  auto described = agent_.info();
+  if (!described.isOk()) return errorResponse(described.status());
+  if (described->version.empty()) described->version = options_.version;
+  if (described->hostname.empty()) described->hostname = probe_.hostname();
+  return jsonResponse(200, agentInfoToJson(*described));
+}
+
 HttpResponse AgentService::listFaults() {
   json faults = json::array();
   std::lock_guard lock(fault_mu_);
@@ -973,7 +1065,7 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   if (Status s = checkTargetAllowed(fault->target, options_.allowed_interfaces,
                                     options_.management_interfaces);
       !s.isOk()) {
-    core::logWarn("agent: refused " + describe(*fault) + ": " + s.message());
+    core::logWarn("agent: refused " + injectors::describe(*fault) + ": " + s.message());
     return errorResponse(s);
   }
 
@@ -981,9 +1073,9 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   if (ActiveFault* existing = findByTarget(*fault)) {
     if (existing->fault.params != fault->params) {
       return errorResponse(Status(StatusCode::kFailedPrecondition,
-                                  describe(*fault) + " is already active as " + existing->id +
-                                      " with other parameters " + existing->fault.params.dump() +
-                                      "; revert it first"));
+                                  injectors::describe(*fault) + " is already active as " +
+                                      existing->id + " with other parameters " +
+                                      existing->fault.params.dump() + "; revert it first"));
     }
     // The same fault again (a retried request): one fault, the lease extended.
     existing->lease_ms = *lease_ms;
@@ -999,7 +1091,8 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   }
   auto prior = agent_.captureFault(*fault);
   if (!prior.isOk()) {
-    return errorResponse(prior.status().withContext("reading state before " + describe(*fault)));
+    return errorResponse(
+        prior.status().withContext("reading state before " + injectors::describe(*fault)));
   }
   ActiveFault active;
   active.id = "f-" + std::to_string(next_fault_id_++);
@@ -1011,7 +1104,8 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   // Intent first: if this process dies between here and the revert, the next start finds it.
   if (Status s = persistLocked(); !s.isOk()) {
     faults_.erase(active.id);
-    return errorResponse(Status(StatusCode::kInternal, "cannot journal " + describe(*fault) +
+    return errorResponse(Status(StatusCode::kInternal, "cannot journal " +
+                                                           injectors::describe(*fault) +
                                                            " before applying "
                                                            "it, so it was not applied: " +
                                                            s.message()));
@@ -1020,19 +1114,20 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   if (!applied.isOk()) {
     // It may be half-applied: put back what was there.
     if (Status r = agent_.revertFault(*fault, active.prior); !r.isOk()) {
-      core::logError("agent: applying " + describe(*fault) + " failed and so did the revert: " +
-                     r.toString() + "; the lease manager keeps trying");
+      core::logError("agent: applying " + injectors::describe(*fault) +
+                     " failed and so did the revert: " + r.toString() +
+                     "; the lease manager keeps trying");
       faults_[active.id].lease_deadline_ns = 0;
     } else {
       faults_.erase(active.id);
     }
     (void)persistLocked();
-    return errorResponse(applied.withContext("applying " + describe(*fault)));
+    return errorResponse(applied.withContext("applying " + injectors::describe(*fault)));
   }
   ActiveFault& stored = faults_[active.id];
   stored.lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
-  core::logInfo("agent: applied " + stored.id + " (" + describe(stored.fault) + "), lease " +
-                std::to_string(*lease_ms) + " ms");
+  core::logInfo("agent: applied " + stored.id + " (" + injectors::describe(stored.fault) +
+                "), lease " + std::to_string(*lease_ms) + " ms");
   return jsonResponse(201, {{"id", stored.id},
                             {"prior", stored.prior},
                             {"lease_ms", stored.lease_ms},
@@ -1127,13 +1222,13 @@ HttpResponse AgentService::revertByDescription(const std::string& body) {
     // The agent never applies a fault there, so there is nothing to put back.
     return jsonResponse(200, {{"reverted", "none"}, {"reason", s.message()}});
   }
-  auto known = recent_priors_.find(targetKey(*fault));
+  auto known = recent_priors_.find(injectors::faultKey(*fault));
   const bool have_prior = known != recent_priors_.end();
   const json prior = have_prior ? known->second : json::object();
   if (Status s = agent_.revertFault(*fault, prior); !s.isOk()) {
-    return errorResponse(s.withContext("reverting " + describe(*fault)));
+    return errorResponse(s.withContext("reverting " + injectors::describe(*fault)));
   }
-  core::logInfo("agent: reverted " + describe(*fault) + " by description (" +
+  core::logInfo("agent: reverted " + injectors::describe(*fault) + " by description (" +
                 (have_prior ? "with its captured prior" : "to the default state") + ")");
   return jsonResponse(200, {{"reverted", have_prior ? "recent_prior" : "default"}});
 }

@@ -66,8 +66,10 @@ bool constantTimeEquals(std::string_view a, std::string_view b);
 // otherwise anything when `allowed` is empty (nothing when !empty_allows_any: the agent embedded in
 // serve, whose list comes from the registered fabrics), else only a listed "ifname" (agent's own
 // namespace) or "netns/ifname". kPermissionDenied says which rule refused and ends with `remedy`.
+// The list names interfaces only, so every other target type (RDMA port, subnet manager, process,
+// traffic set) is refused, naming the type.
 core::Status checkTargetAllowed(
-    const injectors::InterfaceTarget& target, const std::vector<std::string>& allowed,
+    const injectors::Target& target, const std::vector<std::string>& allowed,
     const std::vector<std::string>& management, bool empty_allows_any = true,
     std::string_view remedy = "restart the agent with --allow to change it");
 
@@ -77,6 +79,10 @@ nlohmann::json rankSpecToJson(const RankSpec& spec);
 core::Result<RankSpec> rankSpecFromJson(const nlohmann::json& doc);
 nlohmann::json kindInfoToJson(const injectors::KindInfo& info);
 injectors::KindInfo kindInfoFromJson(const nlohmann::json& doc);
+// GET /agent/v1/describe's body. The decoder ignores unknown fields (a newer agent may report
+// more) but refuses a known field of the wrong type (kInvalidArgument).
+nlohmann::json agentInfoToJson(const AgentInfo& info);
+core::Result<AgentInfo> agentInfoFromJson(const nlohmann::json& doc);
 
 struct AgentServiceOptions {
   std::string token;  // required: a request without "Authorization: Bearer <token>" gets 401
@@ -204,6 +210,7 @@ class AgentService {
 
   core::HttpResponse route(const core::HttpRequest& request);
   core::HttpResponse info();
+  core::HttpResponse describe();
   core::HttpResponse listFaults();
   core::HttpResponse applyFault(const std::string& body);
   core::HttpResponse renewFault(const std::string& id, const std::string& body);
@@ -229,7 +236,12 @@ class AgentService {
   const AgentServiceOptions options_;
 
   mutable std::mutex fault_mu_;
-  std::map<std::string, ActiveFault> faults_;  // by id
+  // By id ("f-N"), newest (largest N) first: every revert-all (shutdown, expiry, journal
+  // recovery) takes stacked faults back in reverse order of application.
+  struct NewestFirst {
+    bool operator()(const std::string& a, const std::string& b) const;
+  };
+  std::map<std::string, ActiveFault, NewestFirst> faults_;
   int64_t next_fault_id_ = 1;
   // The prior of recently reverted faults, by kind/netns/ifname, for revert-by-description.
   std::map<std::string, nlohmann::json> recent_priors_;

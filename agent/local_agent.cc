@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -149,6 +151,38 @@ LocalAgent::LocalAgent(injectors::Registry& registry, sys::ProcessLauncher& laun
                        LocalAgentOptions options)
     : registry_(registry), launcher_(launcher), options_(std::move(options)) {}
 
+core::Result<AgentInfo> LocalAgent::info() {
+  AgentInfo out;
+  out.clock.steady_ns = core::steadyNowNs();
+  out.clock.realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  out.version = options_.version;
+  out.hostname = options_.hostname;
+  out.kinds = registry_.capabilities();
+  if (options_.links != nullptr) {
+    std::vector<std::string> namespaces{""};
+    if (options_.netdev_namespaces) {
+      namespaces = options_.netdev_namespaces();
+      std::sort(namespaces.begin(), namespaces.end());
+      namespaces.erase(std::unique(namespaces.begin(), namespaces.end()), namespaces.end());
+    }
+    for (const std::string& netns : namespaces) {
+      auto links = options_.links->listLinks(netns);
+      if (!links.isOk()) {
+        // The namespace went away between the fabric list and now: nothing to report there.
+        if (links.status().code() == StatusCode::kNotFound) continue;
+        return links.status().withContext("listing the netdevs of this host");
+      }
+      for (const auto& link : *links) {
+        out.netdevs.push_back({link.ifname, netns, link.operstate, link.mac});
+      }
+    }
+  }
+  if (options_.rdma != nullptr) out.rdma_devices = options_.rdma->list();
+  return out;
+}
+
 std::vector<injectors::KindInfo> LocalAgent::capabilities() { return registry_.capabilities(); }
 
 core::Result<injectors::Injector*> LocalAgent::find(const std::string& kind) {
@@ -172,7 +206,7 @@ Status LocalAgent::validateFault(const std::string& kind, const nlohmann::json& 
   return injector->validate(params);
 }
 
-Status LocalAgent::checkTarget(const injectors::InterfaceTarget& target) const {
+Status LocalAgent::checkTarget(const injectors::Target& target) const {
   if (!options_.guard.allowed) return Status::ok();
   return checkTargetAllowed(target, options_.guard.allowed(), options_.guard.management,
                             /*empty_allows_any=*/false,

@@ -13,7 +13,9 @@
 
 #include "agent/agent.h"
 #include "injectors/registry.h"
+#include "injectors/sys/links.h"
 #include "injectors/sys/process.h"
+#include "injectors/sys/rdma_devices.h"
 
 namespace fabric_chaos::agent {
 
@@ -31,6 +33,15 @@ struct LocalAgentOptions {
   std::string self_exe;    // the fabric-chaos binary, started as `self_exe workload ...`
   std::string log_dir;     // rank stderr goes to <log_dir>/rank-<n>.log; "" = inherit
   TargetGuard guard = {};  // no guard unless set (agent mode)
+  // What info() reports about this host. Without `links` it lists no netdevs, without `rdma` no
+  // RDMA devices (tests that need neither).
+  std::string version = {};
+  std::string hostname = {};
+  sys::LinkControl* links = nullptr;
+  sys::RdmaDevices* rdma = nullptr;
+  // The namespaces whose links info() lists, "" being this process's own: serve adds the lab
+  // namespaces it drives (re-read per call, as fabrics come and go). Unset: only "".
+  std::function<std::vector<std::string>()> netdev_namespaces = {};
 };
 
 class LocalAgent : public Agent {
@@ -38,6 +49,8 @@ class LocalAgent : public Agent {
   LocalAgent(injectors::Registry& registry, sys::ProcessLauncher& launcher,
              LocalAgentOptions options);
 
+  // A namespace that vanished while listing (a lab going down) is skipped, not an error.
+  core::Result<AgentInfo> info() override;
   std::vector<injectors::KindInfo> capabilities() override;
   core::Status validateFault(const std::string& kind, const nlohmann::json& params) override;
   core::Result<nlohmann::json> captureFault(const injectors::Fault& fault) override;
@@ -50,7 +63,7 @@ class LocalAgent : public Agent {
 
   // Whether the guard lets a fault touch target (ok when there is no guard): the check
   // captureFault and applyFault make, exposed so that callers can refuse before planning.
-  core::Status checkTarget(const injectors::InterfaceTarget& target) const;
+  core::Status checkTarget(const injectors::Target& target) const;
 
   // The argv that starts one rank (exposed for tests).
   static std::vector<std::string> rankArgv(const std::string& self_exe, const RankSpec& spec);

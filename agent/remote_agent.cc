@@ -30,15 +30,6 @@ constexpr int kClockSeedExchanges = 3;
 
 int64_t msToNs(int64_t ms) { return ms * 1000000; }
 
-std::string targetKey(const injectors::Fault& fault) {
-  return fault.kind + "/" + fault.target.netns + "/" + fault.target.ifname;
-}
-
-std::string describe(const injectors::Fault& fault) {
-  return fault.kind + " on " + (fault.target.netns.empty() ? "" : fault.target.netns + "/") +
-         fault.target.ifname;
-}
-
 // One agent's endpoint, token and clock mapping; shared by the RemoteAgent and its workloads so
 // that either may outlive the other.
 class Connection {
@@ -301,6 +292,18 @@ class RemoteAgent : public Agent {
     if (renewer_.joinable()) renewer_.join();
   }
 
+  core::Result<AgentInfo> info() override {
+    const int timeout = connection_->options().info_timeout_ms;
+    auto answer = connection_->call("GET", "/agent/v1/describe", nullptr, timeout);
+    if (!answer.isOk()) return answer.status();
+    auto decoded = agentInfoFromJson(*answer);
+    if (!decoded.isOk()) {
+      return decoded.status().withContext("agent " + connection_->url() +
+                                          " (GET /agent/v1/describe)");
+    }
+    return decoded;
+  }
+
   std::vector<injectors::KindInfo> capabilities() override {
     Status ignored;
     return cachedCapabilities(&ignored);
@@ -333,14 +336,15 @@ class RemoteAgent : public Agent {
     json body = {{"fault", injectors::toJson(fault)},
                  {"lease_ms", connection_->options().lease_ms}};
     auto answer = connection_->call("POST", "/agent/v1/faults", &body);
-    if (!answer.isOk()) return answer.status().withContext("applying " + describe(fault));
+    if (!answer.isOk())
+      return answer.status().withContext("applying " + injectors::describe(fault));
     const std::string id = answer->value("id", "");
     if (id.empty()) {
       return Status(StatusCode::kInternal, "agent " + connection_->url() + " applied " +
-                                               describe(fault) + " without an id");
+                                               injectors::describe(fault) + " without an id");
     }
     std::lock_guard lock(mu_);
-    faults_[targetKey(fault)] = id;
+    faults_[injectors::faultKey(fault)] = id;
     return Status::ok();
   }
 
@@ -349,7 +353,7 @@ class RemoteAgent : public Agent {
     {
       // Never renewed again, whatever happens below: if the revert fails, the lease reverts.
       std::lock_guard lock(mu_);
-      auto it = faults_.find(targetKey(fault));
+      auto it = faults_.find(injectors::faultKey(fault));
       if (it != faults_.end()) {
         id = it->second;
         faults_.erase(it);
@@ -359,21 +363,22 @@ class RemoteAgent : public Agent {
       auto answer = connection_->call("DELETE", "/agent/v1/faults/" + id);
       if (answer.isOk()) return Status::ok();
       if (answer.status().code() != StatusCode::kNotFound) {
-        return answer.status().withContext("reverting " + describe(fault));
+        return answer.status().withContext("reverting " + injectors::describe(fault));
       }
       // The lease expired or the agent restarted: make sure by description.
     }
     json body = {{"fault", injectors::toJson(fault)}};
     auto answer = connection_->call("POST", "/agent/v1/faults/revert", &body);
-    return answer.status().isOk() ? Status::ok()
-                                  : answer.status().withContext("reverting " + describe(fault));
+    return answer.status().isOk()
+               ? Status::ok()
+               : answer.status().withContext("reverting " + injectors::describe(fault));
   }
 
   core::Result<json> observeFault(const injectors::Fault& fault) override {
     std::string id;
     {
       std::lock_guard lock(mu_);
-      auto it = faults_.find(targetKey(fault));
+      auto it = faults_.find(injectors::faultKey(fault));
       if (it != faults_.end()) id = it->second;
     }
     if (!id.empty()) {
@@ -479,7 +484,7 @@ class RemoteAgent : public Agent {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::map<std::string, std::string> faults_;  // targetKey -> agent fault id
+  std::map<std::string, std::string> faults_;  // faultKey -> agent fault id
   std::thread renewer_;
 };
 

@@ -22,6 +22,9 @@ struct RemoteAgentOptions {
   std::string token;
   int64_t lease_ms = 5000;
   int request_timeout_ms = 5000;
+  // info() only: the controller asks every host of a fabric when showing or validating it, and
+  // one dead host must not hold that up for the full request timeout.
+  int info_timeout_ms = 2000;
 };
 
 // Does no network I/O: an unreachable agent shows up at the first call.

@@ -43,10 +43,14 @@ Options:
   --state-dir DIR      the fault journal lives here (default /run/fabric-chaos-agent)
   --log-dir DIR        workload rank logs (default <state-dir>/logs)
   --agent-id ID        the name reported in /agent/v1/info (default: the hostname)
+  --loss-backend netem|nftables
+                       packet_loss's default backend (default: netem when the kernel has
+                       sch_netem, else nftables); a fault's params.backend overrides it
 )";
 
-const std::vector<std::string> kAgentFlags{"listen",    "token",   "token-file", "allow", "mgmt-if",
-                                           "state-dir", "log-dir", "agent-id",   "help"};
+const std::vector<std::string> kAgentFlags{"listen",  "token",       "token-file", "allow",
+                                           "mgmt-if", "state-dir",   "log-dir",    "agent-id",
+                                           "help",    "loss-backend"};
 
 std::string readFile(const std::string& path, bool* ok) {
   std::ifstream in(path);
@@ -83,6 +87,8 @@ int agentMain(int argc, char** argv) {
   }
   if (!flags.positional.empty()) return usageError("unexpected argument " + flags.positional[0]);
 
+  auto registry_options = registryOptionsFromFlag(flags.get("loss-backend"));
+  if (!registry_options.isOk()) return usageError(registry_options.status().message());
   http::ServerOptions http_options;
   const std::string listen = flags.getOr("listen", "0.0.0.0:7100");
   {
@@ -135,7 +141,7 @@ int agentMain(int argc, char** argv) {
   // Signals are taken synchronously by the main thread; block them before any thread starts.
   const sigset_t signals = blockStopSignals();
 
-  LocalStack stack(selfExePath(), log_dir);
+  LocalStack stack(selfExePath(), log_dir, {}, *registry_options, {}, FABRIC_CHAOS_VERSION);
   agent::LocalAgent& local_agent = stack.local_agent;
   auto probe = agent::makeSystemHostProbe();
 

@@ -1,6 +1,7 @@
 #include "app/guardian.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -392,6 +393,58 @@ void isolateFds(int read_fd) {
   }
 }
 
+// What the pipe said: every byte but heartbeats, and whether serve stopped renewing its lease.
+struct PipeWatch {
+  std::string bytes;
+  core::Status error;
+  bool wedged = false;
+  int64_t silent_ms = 0;  // when wedged: how long serve had been silent
+};
+
+// Reads the pipe until EOF. With a lease, once serve has sent its first heartbeat (start-up,
+// whose recovery may take seconds, renews nothing), a silence of lease_ms ends the watch as
+// wedged. Stops at the clean-exit byte.
+PipeWatch watchPipe(int fd, int64_t lease_ms) {
+  PipeWatch watch;
+  int64_t last_beat_ms = -1;
+  char buffer[256];
+  for (;;) {
+    int timeout = -1;
+    if (lease_ms > 0 && last_beat_ms >= 0) {
+      const int64_t silent = core::steadyNowNs() / 1000000 - last_beat_ms;
+      if (silent >= lease_ms) {
+        watch.wedged = true;
+        watch.silent_ms = silent;
+        return watch;
+      }
+      timeout = static_cast<int>(lease_ms - silent);
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, timeout);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      watch.error = core::errnoStatus(errno, "poll the guardian pipe");
+      return watch;
+    }
+    if (ready == 0) continue;  // the silence is measured above
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) return watch;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      watch.error = core::errnoStatus(errno, "read the guardian pipe");
+      return watch;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buffer[i] == kHeartbeatByte) {
+        last_beat_ms = core::steadyNowNs() / 1000000;
+      } else {
+        watch.bytes.push_back(buffer[i]);
+      }
+    }
+    if (watch.bytes.find(kCleanExitByte) != std::string::npos) return watch;
+  }
+}
+
 [[noreturn]] void guardianMain(int read_fd, int serve_pid, const GuardianOptions& options) {
   // Its own session: a terminal's Ctrl-C (SIGINT to serve's process group) must not reach it.
   ::setsid();
@@ -405,9 +458,18 @@ void isolateFds(int read_fd) {
   isolateFds(read_fd);
 
   auto sys = makeSystemGuardianSys();
-  auto received = sys->readUntilEof(kPipeFd);
-  const std::string bytes = received.isOk() ? *received : std::string();
-  if (bytes.find(kCleanExitByte) != std::string::npos) ::_exit(0);
+  PipeWatch watch = watchPipe(kPipeFd, options.lease_ms);
+  if (watch.bytes.find(kCleanExitByte) != std::string::npos) ::_exit(0);
+  if (watch.wedged) {
+    // Alive but stuck: its faults would stay forever. Kill it, then recover as after a crash;
+    // its pipe ends when the kernel has closed its fds (and so released the database lock).
+    ::kill(serve_pid, SIGKILL);
+    auto rest = sys->readUntilEof(kPipeFd);
+    if (rest.isOk()) watch.bytes += *rest;
+  }
+  core::Result<std::string> received = watch.error.isOk() ? core::Result<std::string>(watch.bytes)
+                                                          : core::Result<std::string>(watch.error);
+  const std::string bytes = watch.bytes;
 
   // serve is gone and our stderr with it: log next to the database.
   const std::string log_path = guardianLogPath(options.db_path);
@@ -417,7 +479,12 @@ void isolateFds(int read_fd) {
     ::close(log_fd);
   }
   core::logWarn("guardian (pid " + std::to_string(sys->selfPid()) + "): serve (pid " +
-                std::to_string(serve_pid) + ") ended without a clean exit" +
+                std::to_string(serve_pid) + ") " +
+                (watch.wedged
+                     ? "stopped renewing its lease of " + std::to_string(options.lease_ms) +
+                           " ms (silent for " + std::to_string(watch.silent_ms) +
+                           " ms): it is wedged; killed it with SIGKILL, and"
+                     : "ended without a clean exit") +
                 (received.isOk() ? "" : " (" + received.status().toString() + ")") +
                 "; reverting its faults");
   GuardianReport report = guardAfterPipeEnd(*sys, bytes, options.db_path, serve_pid, [&] {
@@ -454,6 +521,12 @@ std::unique_ptr<GuardianSys> makeSystemGuardianSys() {
   return std::make_unique<SystemGuardianSys>();
 }
 
+void GuardianHandle::heartbeat() {
+  if (write_fd_ < 0) return;
+  ssize_t ignored = ::write(write_fd_, &kHeartbeatByte, 1);  // O_NONBLOCK: a full pipe drops it
+  (void)ignored;
+}
+
 GuardianHandle::~GuardianHandle() {
   if (write_fd_ >= 0) {
     ssize_t ignored = ::write(write_fd_, &kCleanExitByte, 1);
@@ -485,6 +558,8 @@ Result<std::unique_ptr<GuardianHandle>> startGuardian(const GuardianOptions& opt
     guardianMain(fds[0], serve_pid, options);
   }
   ::close(fds[0]);
+  // Heartbeats must never block serve: a guardian that is slow to read drops beats, not serve.
+  ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
   return std::make_unique<GuardianHandle>(fds[1], pid);
 }
 

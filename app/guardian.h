@@ -26,6 +26,11 @@ namespace fabric_chaos::app {
 
 // The byte serve writes to the guardian's pipe on a clean exit.
 constexpr char kCleanExitByte = 'C';
+// The byte serve writes while its engine makes progress: the embedded agent's faults' lease.
+// Once the guardian has seen one, a silence of GuardianOptions::lease_ms means serve is wedged
+// (alive but stuck: a deadlock, a SIGSTOP, a hung call); the guardian then kills it with SIGKILL
+// and reverts its faults as after a crash.
+constexpr char kHeartbeatByte = 'H';
 
 // Who holds the database lock, as written into the lock file ("serve 123\n", "guardian 456\n").
 enum class LockRole { kUnknown, kServe, kGuardian };
@@ -127,6 +132,7 @@ struct GuardianOptions {
   std::string db_path;
   std::string state_dir;  // serve's --state-dir: fabrics, rank logs
   std::string self_exe;   // the fabric-chaos binary
+  int64_t lease_ms = 0;   // serve's --local-lease-ms; 0 = no lease (only death is watched)
 };
 
 // serve's end of the guardian. Destroying it (every orderly return of serveMain) sends the
@@ -138,6 +144,8 @@ class GuardianHandle {
   GuardianHandle(const GuardianHandle&) = delete;
   GuardianHandle& operator=(const GuardianHandle&) = delete;
   pid_t pid() const { return pid_; }
+  // Renews the lease (one kHeartbeatByte; never blocks). Any thread.
+  void heartbeat();
 
  private:
   int write_fd_;

@@ -155,7 +155,8 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   options.state_dir = flags.getOr("state-dir", options.state_dir);
   if (!parseInt(flags, "hosts", options.hosts)) return 2;
   auto runner = sys::makeCommandRunner();
-  lab::NetnsLab lab(*runner, options);
+  auto offloads = sys::makeEthtoolOffloads();
+  lab::NetnsLab lab(*runner, *offloads, options);
   if (action == "up") {
     auto fabric = lab.up(print);
     if (!fabric.isOk()) {

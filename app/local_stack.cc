@@ -47,6 +47,17 @@ std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>
   return {names.begin(), names.end()};
 }
 
+std::vector<std::string> fabricNamespaces(const std::vector<scenarios::Fabric>& fabrics) {
+  std::set<std::string> names{""};
+  for (const auto& fabric : fabrics) {
+    for (const auto& host : fabric.hosts) {
+      if (host.agent.empty() || host.agent == "local") names.insert(host.netns);
+    }
+    for (const auto& sw : fabric.switches) names.insert(sw.netns);
+  }
+  return {names.begin(), names.end()};
+}
+
 std::vector<std::string> splitCommaList(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -121,13 +132,32 @@ agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
   return guard;
 }
 
+core::Result<injectors::RegistryOptions> registryOptionsFromFlag(
+    const std::optional<std::string>& loss_backend) {
+  injectors::RegistryOptions options;
+  if (!loss_backend) return options;
+  options.loss_backend = injectors::parseLossBackend(*loss_backend);
+  if (!options.loss_backend) {
+    return core::Status(core::StatusCode::kInvalidArgument,
+                        "--loss-backend must be netem or nftables, got '" + *loss_backend + "'");
+  }
+  return options;
+}
+
 LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
-                       agent::TargetGuard guard)
+                       agent::TargetGuard guard, const injectors::RegistryOptions& registry_options,
+                       std::function<std::vector<std::string>()> netdev_namespaces,
+                       const std::string& version)
     : links(sys::makeNetlinkLinkControl()),
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
-      registry(injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()})),
+      registry(
+          injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()}, registry_options)),
       launcher(sys::makeForkExecLauncher()),
-      local_agent(*registry, *launcher, {self_exe, log_dir, std::move(guard)}) {}
+      rdma(sys::makeSysfsRdmaDevices()),
+      local_agent(
+          *registry, *launcher,
+          {self_exe, log_dir, std::move(guard), version, agent::makeSystemHostProbe()->hostname(),
+           links.get(), rdma.get(), std::move(netdev_namespaces)}) {}
 
 }  // namespace fabric_chaos::app

@@ -8,7 +8,9 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/process.h"
 #include "injectors/sys/qdisc.h"
+#include "injectors/sys/rdma_devices.h"
 #include "scenarios/services.h"
 
 namespace fabric_chaos::app {
@@ -35,6 +38,10 @@ std::string selfExePath();
 // with a remote agent URL is that agent's business: its "eth0" is not this machine's). Sorted,
 // no duplicates.
 std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>& fabrics);
+
+// The namespaces the embedded agent reports netdevs of: its own ("") plus those of the hosts it
+// drives and of every switch (see fabricFaultTargets). Sorted, no duplicates.
+std::vector<std::string> fabricNamespaces(const std::vector<scenarios::Fabric>& fabrics);
 
 // A comma-separated flag value: each item trimmed of spaces and tabs, empty items dropped.
 std::vector<std::string> splitCommaList(const std::string& text);
@@ -59,14 +66,24 @@ struct ServeGuardOptions {
 // Serve's guard: allowed = fabricFaultTargets(fabrics.list()) + extra_allowed, re-read on every
 // check; management = serveManagementInterfaces from this host's /proc/net/route and netdevs, or
 // none when allow_management (logged as a warning).
+// `--loss-backend VALUE` of serve and agent: "netem" or "nftables"; nullopt (auto) when the flag
+// is absent; kInvalidArgument for anything else.
+core::Result<injectors::RegistryOptions> registryOptionsFromFlag(
+    const std::optional<std::string>& loss_backend);
+
 agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
                                         const ServeGuardOptions& options);
 
 struct LocalStack {
   // `self_exe` is started as `self_exe workload ...`; rank logs go to `log_dir`. Without a guard
   // the agent faults any interface (agent mode, where AgentService checks first).
-  LocalStack(const std::string& self_exe, const std::string& log_dir,
-             agent::TargetGuard guard = {});
+  // registry_options: `--loss-backend`.
+  // netdev_namespaces: the namespaces whose netdevs the agent reports besides its own (serve:
+  // fabricNamespaces of the registered fabrics); version: what the agent reports as its own.
+  LocalStack(const std::string& self_exe, const std::string& log_dir, agent::TargetGuard guard = {},
+             const injectors::RegistryOptions& registry_options = {},
+             std::function<std::vector<std::string>()> netdev_namespaces = {},
+             const std::string& version = "");
   LocalStack(const LocalStack&) = delete;
   LocalStack& operator=(const LocalStack&) = delete;
 
@@ -75,6 +92,7 @@ struct LocalStack {
   std::unique_ptr<sys::Qdiscs> qdiscs;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
+  std::unique_ptr<sys::RdmaDevices> rdma;
   agent::LocalAgent local_agent;
 };
 

@@ -17,14 +17,17 @@
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"
 #include "app/guardian.h"
+#include "app/lease_heartbeat.h"
 #include "app/local_stack.h"
 #include "app/version.h"
 #include "core/log.h"
+#include "core/run_state.h"
 #include "core/steady_clock.h"
 #include "injectors/sys/command.h"
 #include "lab/fabric_catalog.h"
 #include "lab/netns_lab.h"
 #include "scenarios/engine/engine.h"
+#include "scenarios/engine/fabric_agents.h"
 #include "scenarios/schedule/scheduler.h"
 #include "scenarios/schedule/suite_runner.h"
 #include "server/api/api.h"
@@ -59,6 +62,12 @@ Options:
   --allow-management-interface
                        let faults target the interfaces carrying this server's connections (lo,
                        the default route's, the --listen one) when allowed: dangerous
+  --loss-backend netem|nftables
+                       packet_loss's default backend (default: netem when the kernel has
+                       sch_netem, else nftables); a fault's params.backend overrides it
+  --local-lease-ms N   the embedded agent's faults' lease (default 15000; 0 = none): if a run
+                       holding a fault shows no progress for this long (serve wedged, stopped,
+                       deadlocked), the guardian kills serve and reverts its faults
 )";
 
 const std::vector<std::string> kServeFlags{"listen",           "db",
@@ -67,12 +76,8 @@ const std::vector<std::string> kServeFlags{"listen",           "db",
                                            "exit-after-demo",  "help",
                                            "allow-interface",  "allow-management-interface",
                                            "admin-token-file", "no-auth",
-                                           "tls-cert",         "tls-key"};
-
-bool isFinalState(const std::string& state) {
-  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
-         state == "error";
-}
+                                           "tls-cert",         "tls-key",
+                                           "loss-backend",     "local-lease-ms"};
 
 // Waits up to timeout_ms for SIGINT/SIGTERM (blocked in every thread); true when one arrived.
 bool waitForSignal(int timeout_ms) {
@@ -148,7 +153,7 @@ bool followRun(scenarios::Engine& engine, store::Store& store, int64_t run_id) {
     if (waitForSignal(200)) return false;
     auto run = store.getRun(run_id);
     if (!run.isOk()) return true;
-    if (isFinalState(run->state)) {
+    if (core::isFinalRunState(run->state)) {
       if (tty) std::cout << "\n";
       return true;
     }
@@ -208,6 +213,21 @@ int serveMain(int argc, char** argv) {
     return 2;
   }
   const std::string listen = flags.getOr("listen", "127.0.0.1:8080");
+  auto registry_options = registryOptionsFromFlag(flags.get("loss-backend"));
+  if (!registry_options.isOk()) {
+    std::cerr << "fabric-chaos serve: " << registry_options.status().message() << "\n";
+    return 2;
+  }
+  int64_t local_lease_ms = 15000;
+  try {
+    size_t used = 0;
+    const std::string text = flags.getOr("local-lease-ms", "15000");
+    local_lease_ms = std::stoll(text, &used);
+    if (used != text.size() || local_lease_ms < 0) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    std::cerr << "fabric-chaos serve: --local-lease-ms must be a whole number of ms >= 0\n";
+    return 2;
+  }
   const std::string db_path = flags.getOr("db", "/var/lib/fabric-chaos/fabric-chaos.db");
   const std::string state_dir = flags.getOr("state-dir", "/run/fabric-chaos");
   const std::string web_root = flags.getOr("web-root", FC_DEFAULT_WEB_ROOT);
@@ -251,7 +271,7 @@ int serveMain(int argc, char** argv) {
     int fd;
     ~LockRelease() { close(fd); }
   } db_lock_release{*db_lock};
-  auto guardian = startGuardian({db_path, state_dir, selfExePath()});
+  auto guardian = startGuardian({db_path, state_dir, selfExePath(), local_lease_ms});
   if (!guardian.isOk()) {
     std::cerr << "fabric-chaos serve: cannot start the guardian that reverts faults if serve "
                  "dies: "
@@ -308,9 +328,12 @@ int serveMain(int argc, char** argv) {
     std::cerr << "fabric-chaos serve: " << extra_allowed.status().message() << "\n";
     return 2;
   }
-  LocalStack stack(selfExePath(), state_dir + "/logs",
-                   makeServeTargetGuard(catalog, {http_options.address, *extra_allowed,
-                                                  flags.has("allow-management-interface")}));
+  LocalStack stack(
+      selfExePath(), state_dir + "/logs",
+      makeServeTargetGuard(
+          catalog, {http_options.address, *extra_allowed, flags.has("allow-management-interface")}),
+      *registry_options, [&catalog] { return fabricNamespaces(catalog.list()); },
+      FABRIC_CHAOS_VERSION);
   agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
@@ -318,6 +341,8 @@ int serveMain(int argc, char** argv) {
     return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
   });
   scenarios::Engine engine({store.get(), &agents, &catalog, &clock}, {});
+  // Scenarios are validated against the agents of the fabric they target, not this kernel.
+  scenarios::FabricAgents fabric_agents(agents);
 
   auto recovery = engine.recoverAtStartup();
   if (!recovery.isOk()) {
@@ -340,6 +365,7 @@ int serveMain(int argc, char** argv) {
   }
 
   std::unique_ptr<sys::CommandRunner> runner;
+  std::unique_ptr<sys::Offloads> offloads;
   std::unique_ptr<lab::NetnsLab> lab;
   if (flags.has("with-lab")) {
     lab::LabOptions lab_options;
@@ -351,7 +377,8 @@ int serveMain(int argc, char** argv) {
       return 2;
     }
     runner = sys::makeCommandRunner();
-    lab = std::make_unique<lab::NetnsLab>(*runner, lab_options);
+    offloads = sys::makeEthtoolOffloads();
+    lab = std::make_unique<lab::NetnsLab>(*runner, *offloads, lab_options);
     auto fabric =
         lab->up([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
     if (!fabric.isOk()) {
@@ -363,15 +390,14 @@ int serveMain(int argc, char** argv) {
   api::ApiDeps deps;
   deps.store = store.get();
   deps.runs = &engine;
+  deps.faults = &engine;
   deps.fabrics = &catalog;
   deps.capabilities = [&] { return local_agent.capabilities(); };
-  deps.kinds = [&] {
-    scenarios::KindCatalog kinds;
-    kinds.kinds = stack.registry->kinds();
-    kinds.validate_params = [&](const std::string& kind, const nlohmann::json& params) {
-      return local_agent.validateFault(kind, params);
-    };
-    return kinds;
+  deps.kinds = [&fabric_agents](const scenarios::Fabric& fabric) {
+    return fabric_agents.kindCatalog(fabric);
+  };
+  deps.fabric_agents = [&fabric_agents](const scenarios::Fabric& fabric) {
+    return fabric_agents.describe(fabric);
   };
   deps.version = FABRIC_CHAOS_VERSION;
   deps.require_auth = require_auth;
@@ -416,6 +442,16 @@ int serveMain(int argc, char** argv) {
                                http_options.address + ":" + std::to_string(server.value()->port());
   engine.start();
   scheduler.start();
+  // The embedded agent's lease: renewed while no run holding a fault is stuck. Destroyed before
+  // the guardian's handle (declared earlier), so the clean-exit byte follows the last beat.
+  std::optional<LeaseHeartbeat> lease;
+  if (local_lease_ms > 0) {
+    GuardianHandle* handle = guardian->get();
+    lease.emplace(
+        std::max<int64_t>(local_lease_ms / 5, 1),
+        [&engine, local_lease_ms] { return !engine.holdsFaultsWithoutProgress(local_lease_ms); },
+        [handle] { handle->heartbeat(); });
+  }
   std::cout << "fabric-chaos " << FABRIC_CHAOS_VERSION << " serving on " << base_url
             << " (database " << db_path << ")" << std::endl;
 

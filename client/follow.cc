@@ -7,6 +7,9 @@
 #include <climits>
 #include <cstdio>
 #include <map>
+#include <string_view>
+
+#include "core/run_state.h"
 
 namespace fabric_chaos::client {
 
@@ -187,7 +190,7 @@ class Follower {
     if (deps_.progress != nullptr) {
       deps_.progress->update("run " + std::to_string(run.id) + " " + run.scenario, *body,
                              elapsedMs(), elapsedMs());
-      if (isFinalRunState(run.state) && before != run.state) deps_.progress->breakLine();
+      if (core::isFinalRunState(run.state) && before != run.state) deps_.progress->breakLine();
     }
     return true;
   }
@@ -200,7 +203,7 @@ class Follower {
       }
       if (!refreshRun(index)) return;
       if (!outcome_.error.empty()) return;
-      if (isFinalRunState(outcome_.runs[index].state)) return;
+      if (core::isFinalRunState(outcome_.runs[index].state)) return;
       pause();
     }
   }
@@ -213,7 +216,7 @@ class Follower {
                "suite run " + std::to_string(outcome_.suite_run_id), why);
     } else {
       for (FollowedRun& run : outcome_.runs) {
-        if (run.id <= 0 || isFinalRunState(run.state)) continue;
+        if (run.id <= 0 || core::isFinalRunState(run.state)) continue;
         abortOne("/v1/runs/" + std::to_string(run.id) + "/abort", "run " + std::to_string(run.id),
                  why);
         run.problem = why;
@@ -226,13 +229,13 @@ class Follower {
       bool all_final = true;
       for (size_t i = 0; i < outcome_.runs.size(); ++i) {
         FollowedRun& run = outcome_.runs[i];
-        if (run.id <= 0 || isFinalRunState(run.state)) continue;
+        if (run.id <= 0 || core::isFinalRunState(run.state)) continue;
         auto body = deps_.api->call("GET", "/v1/runs/" + std::to_string(run.id), nullptr);
         if (body.isOk() && body->ok()) {
           run.body = body->body;
           run.state = stringField(body->body, "state");
         }
-        if (!isFinalRunState(run.state)) all_final = false;
+        if (!core::isFinalRunState(run.state)) all_final = false;
       }
       if (all_final && (!outcome_.suite || suiteFinal())) break;
       const int64_t now = deps_.clock->nowNs();
@@ -259,7 +262,7 @@ class Follower {
 
   bool suiteFinal() const {
     const std::string state = stringField(outcome_.suite_body, "state");
-    return isFinalRunState(state) || intField(outcome_.suite_body, "finished_ms") > 0;
+    return core::isFinalRunState(state) || intField(outcome_.suite_body, "finished_ms") > 0;
   }
 
   // One GET of the suite run; maps its entries onto outcome_.runs. False when following must stop.
@@ -299,7 +302,7 @@ class Follower {
       bool stop = false;
       for (size_t i = 0; i < outcome_.runs.size(); ++i) {
         FollowedRun& run = outcome_.runs[i];
-        if (run.id <= 0 || isFinalRunState(run.state)) continue;
+        if (run.id <= 0 || core::isFinalRunState(run.state)) continue;
         if (!refreshRun(i)) {
           stop = true;
           break;
@@ -311,7 +314,7 @@ class Follower {
       pause();
     }
     for (FollowedRun& run : outcome_.runs) {
-      if (run.id <= 0 && !isFinalRunState(run.state)) run.state = "skipped";
+      if (run.id <= 0 && !core::isFinalRunState(run.state)) run.state = "skipped";
     }
   }
 
@@ -324,11 +327,6 @@ class Follower {
 };
 
 }  // namespace
-
-bool isFinalRunState(const std::string& state) {
-  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
-         state == "error";
-}
 
 void settleVerdict(Outcome& outcome) {
   bool error = !outcome.error.empty();
@@ -411,7 +409,7 @@ std::string ProgressPrinter::describe(const json& run, int64_t elapsed_ms) {
       }
     }
   }
-  if (isFinalRunState(state)) {
+  if (core::isFinalRunState(state)) {
     if (auto s = run.find("score"); s != run.end() && s->is_number()) {
       text += "  score " + fmt("%.1f", s->get<double>());
     }

@@ -35,9 +35,6 @@ struct Outcome {
   std::string verdict = "error";  // "passed" | "failed" | "error"
 };
 
-// States after which a run never changes again.
-bool isFinalRunState(const std::string& state);
-
 // 0 when every run passed (and the suite, if any), 1 when a run (or the suite) failed and nothing
 // went wrong otherwise, 2 on any error, abort, interruption or client-side problem. Also sets
 // outcome.verdict.

@@ -119,7 +119,7 @@ struct World {
           {"link_flap", "takes a link down and up", true, "", "netlink"},
           {"packet_loss", "drops packets", false, "nftables is missing", "nftables"}};
     };
-    deps.kinds = [] { return fakes::fakeKindCatalog({"link_flap", "packet_loss"}); };
+    deps.kinds = fakes::sameForEveryFabric(fakes::fakeKindCatalog({"link_flap", "packet_loss"}));
     deps.live = [](int64_t) { return json(nullptr); };
     deps.version = "fuzz";
     deps.require_auth = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.h"
+#include "injectors/model/target.h"
 #include "scenarios/model.h"
 #include "scenarios/topology.h"
 #include "scenarios/validate.h"
@@ -40,7 +41,11 @@ void resolve(const scenarios::TargetSelector& selector, const scenarios::Fabric&
     }
     if (targets->empty()) fail("resolveTargets succeeded with no target for " + s.describe());
     for (const auto& t : *targets) {
-      if (t.ifname.empty()) fail("resolved a target without an interface for " + s.describe());
+      const fabric_chaos::injectors::InterfaceTarget* interface =
+          fabric_chaos::injectors::interfaceOf(t.target);
+      if (interface == nullptr || interface->ifname.empty()) {
+        fail("resolved a target without an interface for " + s.describe());
+      }
     }
   }
 }

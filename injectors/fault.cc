@@ -1,5 +1,7 @@
 #include <string>
+#include <utility>
 
+#include "core/json_keys.h"
 #include "injectors/injector.h"
 
 namespace fabric_chaos::injectors {
@@ -13,7 +15,7 @@ core::Status malformed(const std::string& field, const std::string& problem) {
 
 json toJson(const Fault& fault) {
   return json{{"kind", fault.kind},
-              {"target", {{"netns", fault.target.netns}, {"ifname", fault.target.ifname}}},
+              {"target", toJson(fault.target)},
               {"params", fault.params.is_null() ? json::object() : fault.params}};
 }
 
@@ -21,10 +23,8 @@ json toJson(const Fault& fault) {
 // a fault that silently drops its parameters would inject the wrong thing.
 core::Result<Fault> faultFromJson(const json& doc) {
   if (!doc.is_object()) return malformed("fault", "must be an object");
-  for (const auto& [key, value] : doc.items()) {
-    if (key != "kind" && key != "target" && key != "params") {
-      return malformed(key, "unknown field");
-    }
+  if (auto key = core::firstUnknownKey(doc, {"kind", "target", "params"})) {
+    return malformed(*key, "unknown field");
   }
   Fault fault;
   auto kind = doc.find("kind");
@@ -36,21 +36,9 @@ core::Result<Fault> faultFromJson(const json& doc) {
 
   auto target = doc.find("target");
   if (target == doc.end()) return malformed("target", "required");
-  if (!target->is_object()) return malformed("target", "must be an object");
-  for (const auto& [key, value] : target->items()) {
-    if (key != "netns" && key != "ifname") return malformed("target." + key, "unknown field");
-  }
-  auto ifname = target->find("ifname");
-  if (ifname == target->end()) return malformed("target.ifname", "required");
-  if (!ifname->is_string() || ifname->get_ref<const std::string&>().empty()) {
-    return malformed("target.ifname", "must be a non-empty string");
-  }
-  fault.target.ifname = ifname->get<std::string>();
-  auto netns = target->find("netns");
-  if (netns != target->end()) {
-    if (!netns->is_string()) return malformed("target.netns", "must be a string");
-    fault.target.netns = netns->get<std::string>();
-  }
+  auto decoded = targetFromJson(*target, "target");
+  if (!decoded.isOk()) return decoded.status();
+  fault.target = std::move(decoded.value());
 
   auto params = doc.find("params");
   if (params != doc.end() && !params->is_null()) {
@@ -59,5 +47,11 @@ core::Result<Fault> faultFromJson(const json& doc) {
   }
   return fault;
 }
+
+// The whole tagged target, not its lock keys: a traffic set and its mirror image (sources and
+// sinks swapped) hold the same interfaces but are different faults.
+std::string faultKey(const Fault& fault) { return fault.kind + "/" + toJson(fault.target).dump(); }
+
+std::string describe(const Fault& fault) { return fault.kind + " on " + describe(fault.target); }
 
 }  // namespace fabric_chaos::injectors

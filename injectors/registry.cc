@@ -49,36 +49,54 @@ NetemProbe probeNetem(const SysAdapters& adapters) {
                      : "netem probe failed (" + netem.message() + ")"};
 }
 
-// Chooses the packet-loss backend: netem when the kernel has it (it also offers correlation
-// and delay), else an nftables netdev table with a numgen random drop rule.
-std::unique_ptr<Injector> makePacketLoss(const SysAdapters& adapters, const NetemProbe& netem) {
-  if (netem.available) {
-    return std::make_unique<PacketLoss>(LossBackend::kNetem, adapters.qdiscs, adapters.nftables,
-                                        "");
-  }
-  const std::string& netem_problem = netem.problem;
+// Probes both packet-loss backends (each fault may name either) and picks the default: the forced
+// one, else netem when the kernel has it (it also offers correlation), else an nftables netdev
+// table with a numgen random drop rule. The reason strings are what capabilities show.
+std::unique_ptr<Injector> makePacketLoss(const SysAdapters& adapters, const NetemProbe& netem,
+                                         const RegistryOptions& options) {
+  LossBackends backends;
+  backends.netem = netem.available;
+  backends.netem_problem = netem.problem;
+  std::string nft_problem = "no nftables adapter";  // how the auto reason says it
   if (adapters.nftables != nullptr) {
     core::Status nft = adapters.nftables->probe(nftLossProbeScript());
-    if (nft.isOk()) {
-      return std::make_unique<PacketLoss>(LossBackend::kNftables, adapters.qdiscs,
-                                          adapters.nftables,
-                                          netem_problem + "; using nftables numgen random drop");
-    }
-    return std::make_unique<PacketLoss>(
-        LossBackend::kNone, adapters.qdiscs, adapters.nftables,
-        netem_problem + "; nftables cannot drop packets either (" + nft.message() + ")");
+    backends.nftables = nft.isOk();
+    nft_problem = "nftables cannot drop packets either (" + nft.message() + ")";
+    backends.nftables_problem = "nftables cannot drop packets (" + nft.message() + ")";
+  } else {
+    backends.nftables_problem = nft_problem;
   }
-  return std::make_unique<PacketLoss>(LossBackend::kNone, adapters.qdiscs, adapters.nftables,
-                                      netem_problem + "; no nftables adapter");
+  if (backends.nftables) backends.nftables_problem.clear();
+
+  if (options.loss_backend == LossBackend::kNetem) {
+    backends.preferred = LossBackend::kNetem;
+    backends.reason = backends.netem ? "forced by --loss-backend netem"
+                                     : "forced by --loss-backend netem, but " + netem.problem;
+  } else if (options.loss_backend == LossBackend::kNftables) {
+    backends.preferred = LossBackend::kNftables;
+    backends.reason = backends.nftables
+                          ? "forced by --loss-backend nftables"
+                          : "forced by --loss-backend nftables, but " + backends.nftables_problem;
+  } else if (backends.netem) {
+    backends.preferred = LossBackend::kNetem;
+  } else if (backends.nftables) {
+    backends.preferred = LossBackend::kNftables;
+    backends.reason = netem.problem + "; using nftables numgen random drop";
+  } else {
+    backends.preferred = LossBackend::kNone;
+    backends.reason = netem.problem + "; " + nft_problem;
+  }
+  return std::make_unique<PacketLoss>(std::move(backends), adapters.qdiscs, adapters.nftables);
 }
 
 }  // namespace
 
-std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters) {
+std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
+                                       const RegistryOptions& options) {
   auto registry = std::make_unique<Registry>();
   const NetemProbe netem = probeNetem(adapters);
   registry->add(std::make_unique<LinkFlap>(adapters.links));
-  registry->add(makePacketLoss(adapters, netem));
+  registry->add(makePacketLoss(adapters, netem, options));
   registry->add(std::make_unique<Netem>(adapters.qdiscs, netem.available, netem.problem));
   return registry;
 }

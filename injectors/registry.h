@@ -1,14 +1,17 @@
 #pragma once
 // The single list of fault kinds. makeRegistry() is the only place injectors are constructed;
-// it probes the kernel once to choose backends (netem or nftables for packet loss). Read-only
+// it probes the kernel once to choose backends (netem or nftables for packet loss, or the one
+// RegistryOptions forces). Read-only
 // after construction, so any thread may use it.
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "injectors/injector.h"
+#include "injectors/loss/packet_loss.h"
 
 namespace fabric_chaos::sys {
 class LinkControl;
@@ -35,7 +38,15 @@ struct SysAdapters {
   sys::Qdiscs* qdiscs = nullptr;
 };
 
+struct RegistryOptions {
+  // packet_loss's default backend (`--loss-backend`): nullopt chooses netem when the kernel has
+  // it, else nftables. A forced backend the kernel lacks leaves packet_loss unavailable with the
+  // reason (faults that name the other backend in params still work); it never fails start-up.
+  std::optional<LossBackend> loss_backend;
+};
+
 // Probes the kernel through the adapters and registers every fault family.
-std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters);
+std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
+                                       const RegistryOptions& options = {});
 
 }  // namespace fabric_chaos::injectors

@@ -1,8 +1,11 @@
 #include "lab/fabric_catalog.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace fabric_chaos::lab {
 
@@ -10,14 +13,30 @@ std::vector<scenarios::Fabric> DirectoryFabricCatalog::list() {
   std::vector<scenarios::Fabric> fabrics;
   std::error_code ec;
   const std::filesystem::path dir = state_dir_ + "/fabrics";
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) continue;
-    auto fabric = scenarios::fabricFromJson(doc);
-    if (fabric.isOk()) fabrics.push_back(std::move(fabric.value()));
+    const std::string path = entry.path().string();
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;  // removed meanwhile
+    const FileStamp stamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                          static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+    present.insert(path);
+    auto cached = cache_.find(path);
+    if (cached == cache_.end() || !(cached->second.stamp == stamp)) {
+      CachedFile file{stamp, std::nullopt};
+      std::ifstream in(path);
+      auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!doc.is_discarded()) {
+        auto fabric = scenarios::fabricFromJson(doc);
+        if (fabric.isOk()) file.fabric = std::move(fabric.value());
+      }
+      cached = cache_.insert_or_assign(path, std::move(file)).first;
+    }
+    if (cached->second.fabric) fabrics.push_back(*cached->second.fabric);
   }
+  std::erase_if(cache_, [&](const auto& item) { return present.count(item.first) == 0; });
   std::sort(fabrics.begin(), fabrics.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return fabrics;

@@ -1,7 +1,14 @@
 #pragma once
-// Fabrics known to `serve`: every <state_dir>/fabrics/*.json, read on each call so that a lab
-// brought up or down by another process is seen at once. Thread-safe (no state).
+// Fabrics known to `serve`: every <state_dir>/fabrics/*.json, looked up on each call so that a lab
+// brought up or down by another process is seen at once. A file is parsed again only when its
+// modification time, size or inode changed: the local agent's allowlist asks on every fault apply,
+// and re-parsing every fabric there put milliseconds between the ports of one flap instant.
+// Thread-safe.
 
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "scenarios/services.h"
@@ -15,7 +22,21 @@ class DirectoryFabricCatalog : public scenarios::FabricCatalog {
   core::Result<scenarios::Fabric> get(const std::string& name) override;
 
  private:
+  // What identifies one version of a file without reading it.
+  struct FileStamp {
+    int64_t mtime_ns = 0;
+    int64_t size = 0;
+    uint64_t inode = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  struct CachedFile {
+    FileStamp stamp;
+    std::optional<scenarios::Fabric> fabric;  // nullopt: not a valid fabric document
+  };
+
   std::string state_dir_;
+  std::mutex mu_;
+  std::map<std::string, CachedFile> cache_;  // by path
 };
 
 }  // namespace fabric_chaos::lab

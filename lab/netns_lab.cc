@@ -53,8 +53,8 @@ std::vector<std::string> labNamespaces(const LabOptions& options) {
   return names;
 }
 
-NetnsLab::NetnsLab(sys::CommandRunner& runner, LabOptions options)
-    : runner_(runner), options_(std::move(options)) {}
+NetnsLab::NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, LabOptions options)
+    : runner_(runner), offloads_(offloads), options_(std::move(options)) {}
 
 std::string NetnsLab::fabricFile() const {
   return fabricFilePath(options_.state_dir, options_.name);
@@ -106,6 +106,8 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     if (present.isOk() && present->size() == labNamespaces(options_).size()) {
       progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
                " hosts");
+      // A lab made by an older version may still have offloads on.
+      FC_RETURN_IF_ERROR(disableOffloads(progress));
       return fabric;
     }
   }
@@ -126,9 +128,11 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
                ") to sw0:" + port);
       FC_RETURN_IF_ERROR(ip({"netns", "add", host.netns}));
       FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "lo", "up"}));
-      // Both ends are created directly inside their namespaces: nothing ever appears in the
-      // initial namespace, so no name can clash with the machine's own interfaces.
-      FC_RETURN_IF_ERROR(ip({"link", "add", "eth0", "netns", host.netns, "type", "veth", "peer",
+      // Both ends are created directly inside their namespaces, and the command itself runs in
+      // the host's: nothing ever appears in the initial namespace, so no name can clash with the
+      // machine's own interfaces (Debian's 6.12 kernel checks "eth0" against the namespace the
+      // request comes from, so `ip link add eth0 netns ...` fails on a machine with an eth0).
+      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "add", "eth0", "type", "veth", "peer",
                              "name", port, "netns", sw}));
       FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "master", "br0"}));
       FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "up"}));
@@ -136,6 +140,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
           ip({"-n", host.netns, "addr", "add", host.nics[0].address + "/24", "dev", "eth0"}));
       FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "eth0", "up"}));
     }
+    FC_RETURN_IF_ERROR(disableOffloads(progress));
     return writeFabricFile(options_.state_dir, options_.name, fabric);
   };
   if (Status s = build(); !s.isOk()) {
@@ -146,6 +151,41 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   progress("lab " + options_.name + " is up: " + std::to_string(options_.hosts) +
            " hosts on switch sw0 (" + fabricFile() + ")");
   return fabric;
+}
+
+// Without this a veth hands the qdisc or nftables hook of a fault one GSO super-packet of up to
+// 64 KB where the wire carries ~45 frames, so "10 % loss" would drop 10 % of super-packets (and
+// whole TCP windows with them). Both ends matter: the sender's TSO/GSO builds the super-packets,
+// the receiver's GRO rebuilds them.
+Status NetnsLab::disableOffloads(const Progress& progress) {
+  const scenarios::Fabric fabric = describeLab(options_);
+  const std::string sw = switchNs(options_);
+  int nics = 0;
+  for (int i = 0; i < options_.hosts; ++i) {
+    const auto& host = fabric.hosts[static_cast<size_t>(i)];
+    for (const auto& [netns, ifname] :
+         {std::pair<std::string, std::string>{host.netns, "eth0"},
+          std::pair<std::string, std::string>{sw, "p" + std::to_string(i)}}) {
+      auto change = offloads_.disableSegmentation(netns, ifname);
+      if (!change.isOk()) {
+        return change.status().withContext("cannot turn segmentation offloads off on " + netns +
+                                           "/" + ifname);
+      }
+      if (!change->still_on.empty()) {
+        std::string stuck;
+        for (const auto& [feature, why] : change->still_on) {
+          stuck += (stuck.empty() ? "" : ", ") + feature + " (" + why + ")";
+        }
+        return Status(StatusCode::kFailedPrecondition,
+                      "cannot turn segmentation offloads off on " + netns + "/" + ifname + ": " +
+                          stuck + " stayed on, so a loss fault would drop super-packets");
+      }
+      ++nics;
+    }
+  }
+  progress("segmentation offloads (TSO, GSO, GRO, ...) are off on all " + std::to_string(nics) +
+           " lab NICs");
+  return Status::ok();
 }
 
 Status NetnsLab::down(const Progress& progress) {

@@ -2,8 +2,9 @@
 // The namespace lab: a test fabric on one Linux machine. Each host is a network namespace with
 // one veth "NIC" (eth0) cabled to a port of a bridge in a "switch" namespace. Everything it makes
 // lives inside namespaces named <prefix>-*, so `down` removes every link, qdisc and nft table with
-// them. up and down are idempotent. The fabric description is written to
-// <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one caller at a time.
+// them. Lab NICs have segmentation offloads off (one skb = one wire packet). up and down are
+// idempotent. The fabric description is written to <state_dir>/fabrics/<name>.json, where `serve`
+// finds it. Not thread-safe: one caller at a time.
 
 #include <functional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "core/status.h"
 #include "injectors/sys/command.h"
+#include "injectors/sys/offloads.h"
 #include "scenarios/topology.h"
 
 namespace fabric_chaos::lab {
@@ -41,13 +43,19 @@ class NetnsLab {
  public:
   using Progress = std::function<void(const std::string& line)>;
 
-  NetnsLab(sys::CommandRunner& runner, LabOptions options);
+  // offloads: every lab NIC (each host's eth0 and its switch port) gets its segmentation offloads
+  // (TSO/GSO/GRO and kin, see sys::isSegmentationOffload) turned off, so that a packet a fault
+  // sees is one packet on the wire.
+  NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, LabOptions options);
 
   // Checks root and namespace support first, each failure one clear sentence. A lab that is
   // already up with the same size is left as it is; a partial one is removed and rebuilt.
   core::Result<scenarios::Fabric> up(const Progress& progress);
   // Removes every namespace with the lab's prefix and the fabric file. OK when nothing is there.
   core::Status down(const Progress& progress);
+  // Turns segmentation offloads off on every lab NIC (up() does it; idempotent). A feature the
+  // driver will not turn off is kFailedPrecondition naming NIC and feature.
+  core::Status disableOffloads(const Progress& progress);
   core::Result<LabStatus> status();
 
   std::string fabricFile() const;
@@ -57,6 +65,7 @@ class NetnsLab {
   core::Result<std::vector<std::string>> listOwnNamespaces();
 
   sys::CommandRunner& runner_;
+  sys::Offloads& offloads_;
   LabOptions options_;
 };
 

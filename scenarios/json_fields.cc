@@ -1,6 +1,6 @@
 #include "scenarios/json_fields.h"
 
-#include <algorithm>
+#include "core/json_keys.h"
 
 namespace fabric_chaos::scenarios::json_fields {
 
@@ -28,11 +28,8 @@ const json* find(const json& obj, std::string_view key) {
 Status checkObject(const json& obj, const std::string& path,
                    std::initializer_list<std::string_view> allowed) {
   if (!obj.is_object()) return invalid(path, "must be a JSON object");
-  for (const auto& [key, value] : obj.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return invalid(child(path, key), "unknown field");
-    }
-  }
+  if (auto key = core::firstUnknownKey(obj, allowed))
+    return invalid(child(path, *key), "unknown field");
   return Status::ok();
 }
 

@@ -30,6 +30,19 @@ class RunService {
   virtual core::Status abort(int64_t run_id) = 0;
 };
 
+// The operator's hand on faults in force (GET /v1/faults reads the journal; this reverts one).
+class FaultService {
+ public:
+  virtual ~FaultService() = default;
+  // Reverts journal entry `journal_id` now through the agent that applied it, with the state it
+  // captured, and marks it reverted. kNotFound when no unreverted entry has that id;
+  // kFailedPrecondition when a running run owns it (aborting that run reverts all its faults);
+  // the agent's error when the revert fails (the entry stays, as it was).
+  virtual core::Status revertNow(int64_t journal_id) = 0;
+  // Journal entries whose run is executing right now (their faults come off when it ends).
+  virtual bool ownedByRunningRun(int64_t run_id) = 0;
+};
+
 // Runs suites: one scenario after the other, with one verdict (docs/api.md, "Suites").
 class SuiteService {
  public:

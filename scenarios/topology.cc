@@ -181,16 +181,14 @@ core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link,
       return unprocessable("link " + link.id + " names host " + link.host +
                            ", which is not in fabric " + fabric.name);
     }
-    target.netns = host->netns;
-    target.ifname = link.nic;
+    target.target = injectors::InterfaceTarget{host->netns, link.nic};
   } else {
     const Switch* sw = fabric.findSwitch(link.switch_name);
     if (sw == nullptr) {
       return unprocessable("link " + link.id + " names switch " + link.switch_name +
                            ", which is not in fabric " + fabric.name);
     }
-    target.netns = sw->netns;
-    target.ifname = link.port;
+    target.target = injectors::InterfaceTarget{sw->netns, link.port};
   }
   return target;
 }

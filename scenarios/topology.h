@@ -4,12 +4,12 @@
 // fabric would load it from a file. Pure data; safe from any thread.
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/status.h"
+#include "injectors/model/target.h"
 #include "scenarios/model.h"
 
 namespace fabric_chaos::scenarios {
@@ -61,16 +61,18 @@ struct Fabric {
 core::Result<Fabric> fabricFromJson(const nlohmann::json& doc);
 nlohmann::json toJson(const Fabric& fabric);
 
-// One concrete interface a fault acts on.
+// One concrete thing a fault acts on, and where it sits in the fabric.
 struct ResolvedTarget {
-  std::string host;     // the host whose link it is
+  // The fabric host it belongs to (the host whose link it is, for an interface); its agent acts
+  // on host-side targets (scenarios/engine/fault_timeline.h agentForTarget).
+  std::string host;
+  injectors::Target target;
   std::string link_id;  // "" when the selector named a host without links
-  std::string netns;
-  std::string ifname;
-  std::string side;  // "host" or "switch"
+  std::string side;     // "host" or "switch"
 };
 
-// Resolves a selector to interfaces. A host selector means the host's first link. Fails with
+// Resolves a selector to interface targets (selectors name interfaces only, so far). A host
+// selector means the host's first link. Fails with
 // kUnprocessable naming the selector ("target host h9 is not in fabric netns-lab") when nothing
 // matches.
 core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& selector,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "scenarios/composition.h"
 #include "scenarios/plan.h"
 
 namespace fabric_chaos::scenarios {
@@ -44,6 +45,10 @@ Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
                     const KindCatalog& catalog) {
   const std::string prefix = "steps[" + std::to_string(index) + "]";
   if (std::find(catalog.kinds.begin(), catalog.kinds.end(), step.kind) == catalog.kinds.end()) {
+    if (auto why = catalog.unavailable.find(step.kind); why != catalog.unavailable.end()) {
+      return Status(StatusCode::kUnprocessable,
+                    prefix + ".kind: fault kind " + step.kind + " is not available " + why->second);
+    }
     return Status(StatusCode::kInvalidArgument, prefix + ".kind: unknown fault kind \"" +
                                                     step.kind +
                                                     "\"; valid kinds: " + joinKinds(catalog.kinds));
@@ -66,6 +71,11 @@ Status validate(const Scenario& scenario, const Fabric* fabric, const KindCatalo
   if (fabric != nullptr) FC_RETURN_IF_ERROR(validateWorkload(scenario.workload, *fabric));
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
     FC_RETURN_IF_ERROR(validateStep(scenario.steps[i], static_cast<int>(i), fabric, catalog));
+  }
+  if (fabric != nullptr) {
+    auto plan = planFaults(scenario, *fabric);
+    if (!plan.isOk()) return plan.status();
+    FC_RETURN_IF_ERROR(checkComposition(*plan));
   }
   const int64_t planned = scenario.plannedDurationMs();
   if (planned > scenario.max_duration_ms) {

@@ -24,7 +24,8 @@
 # build/tests/... run as they are), the same working directory, and private tmpfs on /tmp, /run
 # and /var/tmp (the host's are hidden: pass --share for a host directory under them). $FC_WORK is
 # a scratch directory shared with the host and removed afterwards (write results you want to keep
-# to a --share directory); $FC_GUEST=1. The command runs as root with bash, stdin
+# to a --share directory); $FC_GUEST=1; $CI is the caller's, when set (under CI=true a test in the
+# guest fails rather than skips, as on the host). The command runs as root with bash, stdin
 # /dev/null, in the guest's initial network namespace; lo and eth0 are up, rxe0 exists, the
 # modules crc32_generic, virtio_net, sch_netem and rdma_rxe are loaded and `modprobe` works.
 #
@@ -51,7 +52,7 @@ check_only=0
 interactive=0
 qemu=${QEMU:-qemu-system-x86_64}
 
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run-in-vm: $*" >&2; exit 125; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -119,6 +120,7 @@ trap 'echo "run-in-vm: interrupted" >&2; exit 130' INT TERM
   echo "cd $(printf '%q' "$PWD") 2>/dev/null ||"
   echo "  { echo \"run-in-vm: $(printf '%q' "$PWD") is not visible in the guest; running in /\" >&2; cd /; }"
   echo "export FC_WORK=$(printf '%q' "$work")"
+  [ -n "${CI+set}" ] && echo "export CI=$(printf '%q' "$CI")"
   printf 'exec'
   printf ' %q' "$@"
   echo

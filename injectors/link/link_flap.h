@@ -18,8 +18,9 @@ class LinkFlap : public Injector {
 
   explicit LinkFlap(sys::LinkControl* links) : links_(links) {}
 
+  const KindSpec& spec() const override;
   KindInfo info() const override;
-  // {"down_ms": 1..600000 (required), "up_ms": 1..600000, "count": 1..1000}; no other keys.
+  // The schema alone (link_flap_spec.cc): down_ms, up_ms, count.
   core::Status validate(const json& params) const override;
   // {"admin_up": bool}
   core::Result<json> capture(const Fault& fault) override;

@@ -1,7 +1,9 @@
 #include "injectors/loss/packet_loss.h"
 
 #include <cmath>
+#include <utility>
 
+#include "injectors/model/packet_loss_spec.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/qdisc.h"
 
@@ -134,162 +136,245 @@ LossCounters nftLossCounters(const json& listing) {
   return counters;
 }
 
+std::optional<LossBackend> parseLossBackend(const std::string& name) {
+  if (name == "netem") return LossBackend::kNetem;
+  if (name == "nftables") return LossBackend::kNftables;
+  return std::nullopt;
+}
+
+namespace {
+
+LossBackends onlyBackend(LossBackend backend, const std::string& reason) {
+  LossBackends backends;
+  backends.netem = backend == LossBackend::kNetem;
+  backends.nftables = backend == LossBackend::kNftables;
+  backends.netem_problem = backends.netem ? "" : (reason.empty() ? "not configured" : reason);
+  backends.nftables_problem = backends.nftables ? "" : (reason.empty() ? "not configured" : reason);
+  backends.preferred = backend;
+  backends.reason = reason;
+  return backends;
+}
+
+core::Status unprocessable(const std::string& param, const std::string& problem) {
+  return core::Status(core::StatusCode::kUnprocessable, param + ": " + problem);
+}
+
+}  // namespace
+
+PacketLoss::PacketLoss(LossBackends backends, sys::Qdiscs* qdiscs, sys::Nftables* nftables)
+    : backends_(std::move(backends)),
+      qdiscs_(qdiscs),
+      nftables_(nftables),
+      netem_(qdiscs, backends_.netem, backends_.netem_problem) {
+  if (qdiscs_ == nullptr && backends_.netem) {
+    backends_.netem = false;
+    backends_.netem_problem = "no qdisc adapter";
+  }
+  if (nftables_ == nullptr && backends_.nftables) {
+    backends_.nftables = false;
+    backends_.nftables_problem = "no nftables adapter";
+  }
+}
+
 PacketLoss::PacketLoss(LossBackend backend, sys::Qdiscs* qdiscs, sys::Nftables* nftables,
                        std::string reason)
-    : backend_(backend), qdiscs_(qdiscs), nftables_(nftables), reason_(std::move(reason)) {}
+    : PacketLoss(onlyBackend(backend, reason), qdiscs, nftables) {}
+
+const KindSpec& PacketLoss::spec() const { return packetLossSpec(); }
 
 KindInfo PacketLoss::info() const {
   KindInfo info;
   info.kind = kKind;
-  info.description =
-      "Drops a percentage of the packets crossing an interface (percent, direction; correlation "
-      "with netem).";
-  info.available = backend_ != LossBackend::kNone;
-  info.reason = reason_;
-  info.backend = lossBackendName(backend_);
+  info.description = spec().summary;
+  info.available = checkAvailable(backends_.preferred).isOk();
+  info.reason = backends_.reason;
+  info.backend = lossBackendName(backends_.preferred);
   return info;
 }
 
-core::Status PacketLoss::validate(const json& params) const {
-  if (!params.is_object()) return invalid("params", "must be an object");
-  for (const auto& [key, value] : params.items()) {
-    if (key != "percent" && key != "direction" && key != "correlation") {
-      return invalid(key, "unknown parameter (expected percent, direction, correlation)");
+LossBackend PacketLoss::backendFor(const json& params) const {
+  if (params.is_object()) {
+    auto it = params.find("backend");
+    if (it != params.end() && it->is_string()) {
+      if (auto parsed = parseLossBackend(it->get<std::string>())) return *parsed;
     }
   }
-  auto percent = params.find("percent");
-  if (percent == params.end()) return invalid("percent", "required");
-  if (!percent->is_number() || !(percent->get<double>() > 0) || percent->get<double>() > 100) {
-    return invalid("percent", "must be a number in (0, 100]");
-  }
-  auto direction = params.find("direction");
-  if (direction != params.end()) {
-    if (!direction->is_string() ||
-        (*direction != "both" && *direction != "ingress" && *direction != "egress")) {
-      return invalid("direction", "must be one of both, ingress, egress");
-    }
-    // netem is an egress qdisc: "both" means the egress of the target interface (pick the
-    // peer's interface for the other direction); "ingress" would need an IFB redirect.
-    if (backend_ == LossBackend::kNetem && *direction == "ingress") {
-      return invalid("direction", "ingress needs the nftables backend; netem only acts on egress");
-    }
-  }
-  auto correlation = params.find("correlation");
-  if (correlation != params.end()) {
-    if (!correlation->is_number() || correlation->get<double>() < 0 ||
-        correlation->get<double>() > 100) {
-      return invalid("correlation", "must be a number in 0..100");
-    }
-    // 0 is "no correlation", which every backend does; reject only a real request.
-    if (backend_ != LossBackend::kNetem && correlation->get<double>() != 0) {
-      return invalid("correlation", "needs the netem backend; this kernel has no sch_netem");
-    }
-  }
-  return core::Status::ok();
+  return backends_.preferred;
 }
 
-core::Status PacketLoss::checkTarget(const Fault& fault) const {
-  if (fault.target.ifname.empty()) return invalid("target.ifname", "required");
-  if (!isSafeIfname(fault.target.ifname)) {
-    return invalid("target.ifname", "'" + fault.target.ifname + "' is not an interface name");
-  }
-  return core::Status::ok();
-}
-
-core::Result<json> PacketLoss::capture(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkTarget(fault));
-  return json{{"backend", lossBackendName(backend_)}};
-}
-
-core::Status PacketLoss::apply(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkTarget(fault));
-  FC_RETURN_IF_ERROR(validate(fault.params));
-  switch (backend_) {
+// kNotSupported (501) with the reason: the kernel (or the wiring) lacks this backend.
+core::Status PacketLoss::checkAvailable(LossBackend backend) const {
+  switch (backend) {
     case LossBackend::kNetem:
-      return applyNetem(fault);
+      if (backends_.netem) return core::Status::ok();
+      return core::Status(
+          core::StatusCode::kNotSupported,
+          "the netem loss backend is not available here: " + backends_.netem_problem);
     case LossBackend::kNftables:
-      return applyNftables(fault);
+      if (backends_.nftables) return core::Status::ok();
+      return core::Status(
+          core::StatusCode::kNotSupported,
+          "the nftables loss backend is not available here: " + backends_.nftables_problem);
     case LossBackend::kNone:
       break;
   }
-  return core::Status(core::StatusCode::kNotSupported, "packet_loss is unavailable: " + reason_);
+  return core::Status(core::StatusCode::kNotSupported,
+                      "packet_loss is unavailable: " + backends_.reason);
 }
 
-core::Status PacketLoss::applyNetem(const Fault& fault) {
-  if (qdiscs_ == nullptr) return core::Status(core::StatusCode::kNotSupported, "no qdisc adapter");
-  sys::NetemSpec spec;
-  spec.loss_percent = numberOr(fault.params, "percent", 0);
-  spec.loss_correlation = numberOr(fault.params, "correlation", 0);
-  return qdiscs_->replaceRootNetem(fault.target.netns, fault.target.ifname, spec)
-      .withContext("packet_loss apply on " + fault.target.ifname);
-}
-
-core::Status PacketLoss::applyNftables(const Fault& fault) {
-  if (nftables_ == nullptr) {
-    return core::Status(core::StatusCode::kNotSupported, "no nftables adapter");
+core::Status PacketLoss::validate(const json& params) const {
+  FC_RETURN_IF_ERROR(checkParams(spec(), params));
+  auto forced = params.find("backend");
+  const LossBackend backend = backendFor(params);
+  if (forced != params.end()) {
+    if (core::Status usable = checkAvailable(backend); !usable.isOk()) {
+      return unprocessable("backend", usable.message());
+    }
   }
-  const std::string context = "packet_loss apply on " + fault.target.ifname;
+  // netem is an egress qdisc. Ingress would need the packets redirected through an IFB device,
+  // which this injector does not do; say so instead of silently dropping on one side only.
+  const std::string dir = directionOf(params);
+  if (backend == LossBackend::kNetem && dir != "egress") {
+    return unprocessable(
+        "direction",
+        "\"" + dir + "\"" + (params.contains("direction") ? "" : " (the default)") +
+            " needs loss on ingress, which the netem backend cannot do (netem is an egress "
+            "qdisc; there is no IFB redirect): use \"direction\": \"egress\" and a second "
+            "packet_loss step with \"direction\": \"egress\" on the other end of the link "
+            "(target side \"host\" or \"switch\"), or \"backend\": \"nftables\"");
+  }
+  auto correlation = params.find("correlation");
+  // 0 is "no correlation", which every backend does; reject only a real request.
+  if (correlation != params.end() && backend != LossBackend::kNetem &&
+      correlation->get<double>() != 0) {
+    return invalid("correlation", backends_.netem
+                                      ? "needs the netem backend; this fault uses nftables"
+                                      : "needs the netem backend; this kernel has no sch_netem");
+  }
+  return core::Status::ok();
+}
+
+core::Result<InterfaceTarget> PacketLoss::checkTarget(const Fault& fault) const {
+  auto target = requireInterface(kKind, fault.target);
+  if (!target.isOk()) return target.status();
+  if (target->ifname.empty()) return invalid("target.ifname", "required");
+  if (!isSafeIfname(target->ifname)) {
+    return invalid("target.ifname", "'" + target->ifname + "' is not an interface name");
+  }
+  return target;
+}
+
+// Netem's refusal of a root it could not give back, told as packet_loss's, with the way out this
+// kind has and the netem kind has not. Other errors keep the netem kind's context.
+core::Status explainNetemRefusal(core::Status status, const char* what,
+                                 const InterfaceTarget& target) {
+  if (status.code() != core::StatusCode::kFailedPrecondition) return status;
+  return core::Status(status.code(),
+                      std::string("packet_loss ") + what + " on " + target.ifname + ": " +
+                          status.message() +
+                          " (or use \"backend\": \"nftables\", which leaves qdiscs alone)",
+                      status.origin());
+}
+
+// The same fault in the netem kind's vocabulary.
+Fault PacketLoss::netemFault(const Fault& fault) const {
+  Fault netem = fault;
+  netem.kind = Netem::kKind;
+  netem.params = json{{"loss_percent", numberOr(fault.params, "percent", 0)}};
+  const double correlation = numberOr(fault.params, "correlation", 0);
+  if (correlation > 0) netem.params["loss_correlation"] = correlation;
+  return netem;
+}
+
+core::Result<json> PacketLoss::capture(const Fault& fault) {
+  auto target = checkTarget(fault);
+  if (!target.isOk()) return target.status();
+  const LossBackend backend = backendFor(fault.params);
+  FC_RETURN_IF_ERROR(checkAvailable(backend));
+  if (backend == LossBackend::kNetem) {
+    auto root = netem_.capture(netemFault(fault));
+    if (!root.isOk()) return explainNetemRefusal(root.status(), "capture", *target);
+    return json{{"backend", "netem"}, {"root", *root}};
+  }
+  return json{{"backend", lossBackendName(backend)}};
+}
+
+core::Status PacketLoss::apply(const Fault& fault) {
+  auto target = checkTarget(fault);
+  if (!target.isOk()) return target.status();
+  FC_RETURN_IF_ERROR(validate(fault.params));
+  const LossBackend backend = backendFor(fault.params);
+  FC_RETURN_IF_ERROR(checkAvailable(backend));
+  if (backend == LossBackend::kNetem) {
+    // Netem::apply refuses a root it could not give back, like capture().
+    return explainNetemRefusal(netem_.apply(netemFault(fault)), "apply", *target);
+  }
+  return applyNftables(*target, fault.params);
+}
+
+core::Status PacketLoss::applyNftables(const InterfaceTarget& target, const json& params) {
+  const std::string context = "packet_loss apply on " + target.ifname;
   // Re-applying replaces the previous table, so a changed percent takes effect.
-  FC_RETURN_IF_ERROR(revertNftables(fault).withContext(context));
-  for (const std::string& script :
-       nftLossScripts(fault.target.ifname, numberOr(fault.params, "percent", 0),
-                      hooksFor(directionOf(fault.params)))) {
-    FC_RETURN_IF_ERROR(nftables_->run(fault.target.netns, script).withContext(context));
+  FC_RETURN_IF_ERROR(revertNftables(target).withContext(context));
+  for (const std::string& script : nftLossScripts(target.ifname, numberOr(params, "percent", 0),
+                                                  hooksFor(directionOf(params)))) {
+    FC_RETURN_IF_ERROR(nftables_->run(target.netns, script).withContext(context));
   }
   return core::Status::ok();
 }
 
 core::Status PacketLoss::revert(const Fault& fault, const json& prior) {
-  FC_RETURN_IF_ERROR(checkTarget(fault));
-  LossBackend backend = backend_;
+  auto target = checkTarget(fault);
+  if (!target.isOk()) return target.status();
+  LossBackend backend = backendFor(fault.params);
+  json root;  // null: no saved root (the kernel default is the best guess)
   if (prior.is_object()) {
     auto it = prior.find("backend");
-    if (it != prior.end() && *it == "netem") backend = LossBackend::kNetem;
-    if (it != prior.end() && *it == "nftables") backend = LossBackend::kNftables;
+    if (it != prior.end() && it->is_string()) {
+      if (auto parsed = parseLossBackend(it->get<std::string>())) backend = *parsed;
+    }
+    if (auto saved = prior.find("root"); saved != prior.end()) root = *saved;
   }
   switch (backend) {
-    case LossBackend::kNetem:
-      return revertNetem(fault);
+    case LossBackend::kNetem: {
+      if (qdiscs_ == nullptr) {
+        return core::Status(core::StatusCode::kNotSupported, "no qdisc adapter");
+      }
+      return netem_.revert(netemFault(fault), root);
+    }
     case LossBackend::kNftables:
-      return revertNftables(fault);
+      if (nftables_ == nullptr) {
+        return core::Status(core::StatusCode::kNotSupported, "no nftables adapter");
+      }
+      return revertNftables(*target);
     case LossBackend::kNone:
       break;
   }
   return core::Status::ok();  // nothing can have been applied
 }
 
-// Deleting the root qdisc gives the interface back the kernel's default; a device that is gone
-// took its qdisc with it.
-core::Status PacketLoss::revertNetem(const Fault& fault) {
-  if (qdiscs_ == nullptr) return core::Status(core::StatusCode::kNotSupported, "no qdisc adapter");
-  core::Status status = qdiscs_->deleteRoot(fault.target.netns, fault.target.ifname);
-  if (status.code() == core::StatusCode::kNotFound) return core::Status::ok();
-  return status.withContext("packet_loss revert on " + fault.target.ifname);
-}
-
 // kNotFound from listTable covers both "no table" and "no namespace": either way nothing of
 // ours is left.
-core::Status PacketLoss::revertNftables(const Fault& fault) {
-  if (nftables_ == nullptr) {
-    return core::Status(core::StatusCode::kNotSupported, "no nftables adapter");
-  }
-  const std::string table = nftLossTableName(fault.target.ifname);
-  auto listing = nftables_->listTable(fault.target.netns, kFamily, table);
+core::Status PacketLoss::revertNftables(const InterfaceTarget& target) {
+  const std::string table = nftLossTableName(target.ifname);
+  auto listing = nftables_->listTable(target.netns, kFamily, table);
   if (listing.status().code() == core::StatusCode::kNotFound) return core::Status::ok();
   if (!listing.isOk()) {
-    return listing.status().withContext("packet_loss revert on " + fault.target.ifname);
+    return listing.status().withContext("packet_loss revert on " + target.ifname);
   }
   core::Status status =
-      nftables_->run(fault.target.netns, std::string("delete table ") + kFamily + " " + table);
+      nftables_->run(target.netns, std::string("delete table ") + kFamily + " " + table);
   if (status.code() == core::StatusCode::kNotFound) return core::Status::ok();
-  return status.withContext("packet_loss revert on " + fault.target.ifname);
+  return status.withContext("packet_loss revert on " + target.ifname);
 }
 
 core::Result<json> PacketLoss::observe(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkTarget(fault));
-  const std::string context = "packet_loss observe on " + fault.target.ifname;
-  if (backend_ == LossBackend::kNetem && qdiscs_ != nullptr) {
-    auto root = qdiscs_->getRoot(fault.target.netns, fault.target.ifname);
+  auto target = checkTarget(fault);
+  if (!target.isOk()) return target.status();
+  const std::string context = "packet_loss observe on " + target->ifname;
+  const LossBackend backend = backendFor(fault.params);
+  if (backend == LossBackend::kNetem && qdiscs_ != nullptr) {
+    auto root = qdiscs_->getRoot(target->netns, target->ifname);
     if (!root.isOk()) return root.status().withContext(context);
     json out{{"backend", "netem"}, {"active", false}, {"seen", 0}, {"dropped", 0}};
     if (root->has_value()) {
@@ -303,9 +388,8 @@ core::Result<json> PacketLoss::observe(const Fault& fault) {
     }
     return out;
   }
-  if (backend_ == LossBackend::kNftables && nftables_ != nullptr) {
-    auto listing =
-        nftables_->listTable(fault.target.netns, kFamily, nftLossTableName(fault.target.ifname));
+  if (backend == LossBackend::kNftables && nftables_ != nullptr) {
+    auto listing = nftables_->listTable(target->netns, kFamily, nftLossTableName(target->ifname));
     if (listing.status().code() == core::StatusCode::kNotFound) {
       return json{{"backend", "nftables"}, {"active", false}, {"seen", 0}, {"dropped", 0}};
     }
@@ -316,7 +400,11 @@ core::Result<json> PacketLoss::observe(const Fault& fault) {
                 {"seen", counters.seen},
                 {"dropped", counters.dropped}};
   }
-  return core::Status(core::StatusCode::kNotSupported, "packet_loss is unavailable: " + reason_);
+  core::Status unavailable = checkAvailable(backend);
+  if (unavailable.isOk()) {
+    unavailable = core::Status(core::StatusCode::kNotSupported, "no adapter for the backend");
+  }
+  return unavailable;
 }
 
 }  // namespace fabric_chaos::injectors

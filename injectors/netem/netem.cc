@@ -1,5 +1,6 @@
 #include "injectors/netem/netem.h"
 
+#include "injectors/model/netem_kind_spec.h"
 #include "injectors/netem/netem_spec.h"
 #include "injectors/sys/qdisc.h"
 
@@ -28,10 +29,10 @@ bool sameQdisc(const sys::SavedQdisc& a, const sys::SavedQdisc& b) {
   return *ao == *bo;
 }
 
-core::Status unrestorable(const Fault& fault, const sys::SavedQdisc& saved) {
+core::Status unrestorable(const InterfaceTarget& target, const sys::SavedQdisc& saved) {
   return core::Status(core::StatusCode::kFailedPrecondition,
                       "root qdisc " + saved.kind + " " + sys::formatQdiscHandle(saved.handle) +
-                          " on " + fault.target.ifname + " could not be given back after netem: " +
+                          " on " + target.ifname + " could not be given back after netem: " +
                           saved.unrestorable + "; remove it or choose another interface");
 }
 
@@ -42,13 +43,12 @@ Netem::Netem(sys::Qdiscs* qdiscs, bool available, std::string reason)
   if (qdiscs_ == nullptr && reason_.empty()) reason_ = "no qdisc adapter";
 }
 
+const KindSpec& Netem::spec() const { return netemKindSpec(); }
+
 KindInfo Netem::info() const {
   KindInfo info;
   info.kind = kKind;
-  info.description =
-      "Impairs an interface's egress with one netem qdisc: delay with jitter, correlation and "
-      "distribution; random or Gilbert-Elliott loss; duplication; corruption; reordering; rate. "
-      "The root qdisc it replaces is restored on revert.";
+  info.description = spec().summary;
   info.available = available_;
   info.reason = available_ ? "" : reason_;
   info.backend = "netem";
@@ -56,47 +56,52 @@ KindInfo Netem::info() const {
 }
 
 core::Status Netem::validate(const json& params) const {
+  FC_RETURN_IF_ERROR(checkParams(spec(), params));
   return netemSpecFromParams(params).status();
 }
 
-core::Status Netem::checkUsable(const Fault& fault) const {
-  if (fault.target.ifname.empty()) return invalid("target.ifname", "required");
+core::Result<InterfaceTarget> Netem::checkUsable(const Fault& fault) const {
+  auto target = requireInterface(kKind, fault.target);
+  if (!target.isOk()) return target.status();
+  if (target->ifname.empty()) return invalid("target.ifname", "required");
   if (qdiscs_ == nullptr) return core::Status(core::StatusCode::kNotSupported, reason_);
-  return core::Status::ok();
+  return target;
 }
 
 core::Result<json> Netem::capture(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkUsable(fault));
-  auto saved = qdiscs_->saveRoot(fault.target.netns, fault.target.ifname);
-  if (!saved.isOk()) return saved.status().withContext("netem capture on " + fault.target.ifname);
+  auto target = checkUsable(fault);
+  if (!target.isOk()) return target.status();
+  auto saved = qdiscs_->saveRoot(target->netns, target->ifname);
+  if (!saved.isOk()) return saved.status().withContext("netem capture on " + target->ifname);
   if (saved->has_value() && !(*saved)->isKernelDefault() && !(*saved)->unrestorable.empty()) {
-    return unrestorable(fault, **saved);
+    return unrestorable(*target, **saved);
   }
   return priorJson(*saved);
 }
 
 core::Status Netem::apply(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkUsable(fault));
+  auto target = checkUsable(fault);
+  if (!target.isOk()) return target.status();
   auto spec = netemSpecFromParams(fault.params);
   if (!spec.isOk()) return spec.status();
   if (!available_) {
     return core::Status(core::StatusCode::kNotSupported, "netem is unavailable: " + reason_);
   }
-  const std::string context = "netem apply on " + fault.target.ifname;
+  const std::string context = "netem apply on " + target->ifname;
   // The same guard as capture(): apply may run without it (a test, a replayed step).
-  auto current = qdiscs_->saveRoot(fault.target.netns, fault.target.ifname);
+  auto current = qdiscs_->saveRoot(target->netns, target->ifname);
   if (!current.isOk()) return current.status().withContext(context);
   if (current->has_value() && !(*current)->isKernelDefault() && (*current)->kind != "netem" &&
       !(*current)->unrestorable.empty()) {
-    return unrestorable(fault, **current);
+    return unrestorable(*target, **current);
   }
-  return qdiscs_->replaceRootNetem(fault.target.netns, fault.target.ifname, *spec)
-      .withContext(context);
+  return qdiscs_->replaceRootNetem(target->netns, target->ifname, *spec).withContext(context);
 }
 
 core::Status Netem::revert(const Fault& fault, const json& prior) {
-  FC_RETURN_IF_ERROR(checkUsable(fault));
-  const std::string context = "netem revert on " + fault.target.ifname;
+  auto target = checkUsable(fault);
+  if (!target.isOk()) return target.status();
+  const std::string context = "netem revert on " + target->ifname;
   // No prior (capture never ran): the kernel default is the best guess.
   core::Result<std::optional<sys::SavedQdisc>> saved_prior = std::optional<sys::SavedQdisc>();
   if (!prior.is_null() && !(prior.is_object() && prior.empty())) {
@@ -105,7 +110,7 @@ core::Status Netem::revert(const Fault& fault, const json& prior) {
   const sys::SavedQdisc* want =
       saved_prior.isOk() && saved_prior->has_value() ? &**saved_prior : nullptr;
 
-  auto current = qdiscs_->saveRoot(fault.target.netns, fault.target.ifname);
+  auto current = qdiscs_->saveRoot(target->netns, target->ifname);
   if (current.status().code() == core::StatusCode::kNotFound) return core::Status::ok();
   if (!current.isOk()) return current.status().withContext(context);
   const sys::SavedQdisc* now =
@@ -115,7 +120,7 @@ core::Status Netem::revert(const Fault& fault, const json& prior) {
   if (now != nullptr) {
     // We only ever attach netem; anything else was put there by someone else after apply.
     if (now->kind != "netem") return core::Status::ok();
-    core::Status deleted = qdiscs_->deleteRoot(fault.target.netns, fault.target.ifname);
+    core::Status deleted = qdiscs_->deleteRoot(target->netns, target->ifname);
     if (deleted.code() == core::StatusCode::kNotFound) return core::Status::ok();
     FC_RETURN_IF_ERROR(deleted.withContext(context));
   }
@@ -125,15 +130,16 @@ core::Status Netem::revert(const Fault& fault, const json& prior) {
                                             "cannot be re-created");
   }
   if (want == nullptr) return core::Status::ok();
-  core::Status restored = qdiscs_->restoreRoot(fault.target.netns, fault.target.ifname, *want);
+  core::Status restored = qdiscs_->restoreRoot(target->netns, target->ifname, *want);
   if (restored.code() == core::StatusCode::kNotFound) return core::Status::ok();
   return restored.withContext(context);
 }
 
 core::Result<json> Netem::observe(const Fault& fault) {
-  FC_RETURN_IF_ERROR(checkUsable(fault));
-  auto root = qdiscs_->getRoot(fault.target.netns, fault.target.ifname);
-  if (!root.isOk()) return root.status().withContext("netem observe on " + fault.target.ifname);
+  auto target = checkUsable(fault);
+  if (!target.isOk()) return target.status();
+  auto root = qdiscs_->getRoot(target->netns, target->ifname);
+  if (!root.isOk()) return root.status().withContext("netem observe on " + target->ifname);
   sys::QdiscInfo qdisc;
   if (root->has_value()) qdisc = **root;
   json out{{"backend", "netem"},         {"active", qdisc.kind == "netem"},
@@ -145,7 +151,7 @@ core::Result<json> Netem::observe(const Fault& fault) {
   if (qdisc.kind == "netem") {
     auto attributes = sys::decodeNetemOptions(qdisc.options);
     if (!attributes.isOk()) {
-      return attributes.status().withContext("netem observe on " + fault.target.ifname);
+      return attributes.status().withContext("netem observe on " + target->ifname);
     }
     out["options"] = netemOptionsJson(*attributes);
   }

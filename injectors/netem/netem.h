@@ -23,6 +23,7 @@ class Netem : public Injector {
   // available/reason: what makeRegistry()'s probe of sch_netem said.
   Netem(sys::Qdiscs* qdiscs, bool available, std::string reason);
 
+  const KindSpec& spec() const override;
   KindInfo info() const override;
   // See netemSpecFromParams() (netem_spec.h).
   core::Status validate(const json& params) const override;
@@ -42,7 +43,8 @@ class Netem : public Injector {
   core::Result<json> observe(const Fault& fault) override;
 
  private:
-  core::Status checkUsable(const Fault& fault) const;
+  // The interface the fault acts on, once the target is one and an adapter is there.
+  core::Result<InterfaceTarget> checkUsable(const Fault& fault) const;
 
   sys::Qdiscs* qdiscs_;
   bool available_;

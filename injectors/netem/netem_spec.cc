@@ -7,13 +7,16 @@
 #include <string>
 #include <string_view>
 
+#include "injectors/model/kind_spec.h"
+#include "injectors/model/netem_kind_spec.h"
+
 namespace fabric_chaos::injectors {
 namespace {
 
-constexpr double kMaxDelayMs = 60000;
-constexpr double kMaxJitterMs = 2147;  // netem caps jitter at INT_MAX ns
-constexpr double kMaxRateKbit = 1e10;  // 10 Tbit/s
-constexpr double kMaxCount = INT_MAX;
+constexpr double kMaxDelayMs = kNetemMaxDelayMs;
+constexpr double kMaxJitterMs = kNetemMaxJitterMs;
+constexpr double kMaxRateKbit = kNetemMaxRateKbit;
+constexpr double kMaxCount = kNetemMaxCount;
 
 // Plain arrays: no globals with constructors.
 constexpr std::string_view kKeys[] = {"delay_ms",
@@ -42,13 +45,6 @@ bool oneOf(const std::string_view (&set)[N], const std::string& value) {
 
 core::Status invalid(const std::string& param, const std::string& problem) {
   return core::Status(core::StatusCode::kInvalidArgument, param + ": " + problem);
-}
-
-std::string formatNumber(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
-  std::string text = std::to_string(v);
-  text.erase(text.find_last_not_of('0') + 1);
-  return text;
 }
 
 std::string range(double low, double high) { return formatNumber(low) + ".." + formatNumber(high); }

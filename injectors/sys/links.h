@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -16,14 +17,17 @@ struct LinkInfo {
   bool admin_up = false;  // IFF_UP
   bool carrier = false;   // IFF_LOWER_UP
   std::string operstate;  // "up", "down", "lowerlayerdown", ...
+  std::string mac = {};   // "02:00:00:00:00:01"; "" for a device without a link-layer address
 };
 
 class LinkControl {
  public:
   virtual ~LinkControl() = default;
   virtual core::Result<LinkInfo> getLink(const std::string& netns, const std::string& ifname) = 0;
-  virtual core::Status setAdminUp(const std::string& netns, const std::string& ifname,
-                                  bool up) = 0;
+  // Every link in netns ("" = the caller's), sorted by name: what an agent reports about its
+  // host. A namespace that does not exist is kNotFound.
+  virtual core::Result<std::vector<LinkInfo>> listLinks(const std::string& netns) = 0;
+  virtual core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) = 0;
 };
 
 std::unique_ptr<LinkControl> makeNetlinkLinkControl();

@@ -5,35 +5,24 @@
 #include <set>
 
 #include "core/log.h"
+#include "core/run_state.h"
 #include "scenarios/analysis.h"
+#include "scenarios/composition.h"
+#include "scenarios/engine/fault_timeline.h"
 #include "scenarios/engine/stop_conditions.h"
 #include "scenarios/plan.h"
 
 namespace fabric_chaos::scenarios {
 
+using core::RunState;
 using core::Status;
 using core::StatusCode;
 using nlohmann::json;
 
 namespace {
 
-bool isFinal(const std::string& state) {
-  static const std::set<std::string> kFinal{"passed", "failed", "aborted", "interrupted", "error"};
-  return kFinal.count(state) > 0;
-}
-
-injectors::Fault faultFor(const PlannedAction& action) {
-  return injectors::Fault{action.kind, {action.target.netns, action.target.ifname}, action.params};
-}
-
-// Journal entries carry the agent that applied the fault, so that start-up recovery asks the same
-// agent to revert it. The fault itself stays in injectors::toJson form under "fault".
-json journalFault(const injectors::Fault& fault, const AgentRef& agent) {
-  json doc = injectors::toJson(fault);
-  if (!agent.isLocal()) doc["agent"] = {{"name", agent.name}, {"token_file", agent.token_file}};
-  return doc;
-}
-
+// Journal entries name the agent that applied the fault (fault_timeline.cc writes them), so that
+// start-up recovery asks the same agent to revert it.
 AgentRef journalAgent(json& doc) {
   AgentRef ref;
   if (doc.is_object() && doc.contains("agent")) {
@@ -42,22 +31,6 @@ AgentRef journalAgent(json& doc) {
     doc.erase("agent");
   }
   return ref;
-}
-
-// Faults on a host's own NIC go to that host's agent; switch ports live in the lab's switch
-// namespaces on the controller's machine, so the local agent acts on them.
-AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target) {
-  if (target.side != "host") return AgentRef{};
-  const Host* host = fabric.findHost(target.host);
-  return host == nullptr ? AgentRef{} : AgentRef{host->agent, host->agent_token_file};
-}
-
-json targetJson(const ResolvedTarget& t) {
-  return {{"host", t.host},
-          {"link", t.link_id},
-          {"side", t.side},
-          {"netns", t.netns},
-          {"ifname", t.ifname}};
 }
 
 // Several agents' workloads stopped together.
@@ -96,7 +69,20 @@ struct StopRequest {
 class Engine::RunExecution : public agent::WorkloadListener {
  public:
   RunExecution(Engine& engine, int64_t run_id, int port)
-      : engine_(engine), run_id_(run_id), port_(port) {}
+      : engine_(engine),
+        run_id_(run_id),
+        port_(port),
+        origin_ns_(engine.deps_.clock->nowNs()),
+        recorder_(*engine.deps_.store),
+        timeline_({engine.deps_.store, engine.deps_.agents, engine.deps_.clock, &recorder_, run_id,
+                   origin_ns_, [this] { progressed(); }},
+                  Fabric{}) {}
+
+  // The run thread is alive and moving (app/lease_heartbeat.h).
+  void progressed() { progress_ns_ = now(); }
+  bool stalled(int64_t now_ns, int64_t stale_ns) const {
+    return timeline_.activeCount() > 0 && now_ns - progress_ns_.load() > stale_ns;
+  }
 
   // The first request wins; later ones (a rank dying during an abort) change nothing.
   void requestStop(StopRequest request) {
@@ -118,34 +104,48 @@ class Engine::RunExecution : public agent::WorkloadListener {
     std::lock_guard lock(mu_);
     LiveStatus s;
     s.run_id = run_id_;
-    s.state = state_;
-    s.elapsed_ms = origin_ns_ == 0 ? 0 : msSinceOrigin();
+    s.state = std::string(core::runStateName(state_));
+    s.elapsed_ms = msSinceOrigin();  // the origin is set when the execution is made
     s.last_busbw_gbps = last_busbw_;
     s.samples = sample_count_;
-    s.active_faults = static_cast<int>(active_.size());
+    s.active_faults = timeline_.activeCount();
     s.ready_ranks = ready_ranks_;
     return s;
   }
 
   void execute() {
-    origin_ns_ = now();  // run clock: samples and events are ms from here
     auto record = store().getRun(run_id_);
     if (!record.isOk()) {
       core::logError("run " + std::to_string(run_id_) + ": " + record.status().toString());
       return;
     }
-    if (isFinal(record->state)) return;  // aborted while queued
+    if (core::isFinalRunState(record->state)) return;  // aborted while queued
     Status outcome = run(*record);
-    const int reverted = revertAll(stop_requested_ ? "stop condition" : "run ended");
+    // Every fault comes off before the verdict; a revert that keeps failing is retried for
+    // revert_retry_budget_ms and then reported, never hidden behind a passed run.
+    const int reverted =
+        timeline_.revertAll(stop_requested_ ? "stop condition" : "run ended",
+                            now() + engine_.options_.revert_retry_budget_ms * 1000000);
     const double reverted_ms = msSinceOrigin();
     stopWatching();
     stopping_workload_ = true;
     if (workload_) workload_->stop(engine_.options_.stop_grace_ms);
-    if (finished_) return;
-    if (stop_requested_) {
-      finishStopped(reverted, reverted_ms);
+    std::string error;
+    if (verdict_) {
+      // Analysed: the verdict stands, unless a fault is left behind.
+    } else if (stop_requested_) {
+      error = recordStop(reverted, reverted_ms);
     } else if (!outcome.isOk()) {
-      finish("error", std::nullopt, outcome.message());
+      error = outcome.message();
+    }
+    if (const auto left = timeline_.left(); !left.empty()) {
+      finish(RunState::kError, std::nullopt, recordFaultsLeft(left, error));
+    } else if (verdict_) {
+      finish(verdict_->first, verdict_->second, "");
+    } else if (stop_requested_) {
+      finish(RunState::kAborted, std::nullopt, error);
+    } else {
+      finish(RunState::kError, std::nullopt, error);
     }
   }
 
@@ -170,7 +170,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
   void onEvent(int rank, double t_ms, const std::string& kind, const json& detail) override {
     json d = detail.is_object() ? detail : json::object();
     d["rank"] = rank;
-    (void)store().appendEvent({run_id_, t_ms, core::wallNowMs(), kind, d});
+    recorder_.event({run_id_, t_ms, core::wallNowMs(), kind, d});
     if (kind == "rank_ready") {
       std::lock_guard lock(mu_);
       ++ready_ranks_;
@@ -181,11 +181,11 @@ class Engine::RunExecution : public agent::WorkloadListener {
   void onRankExit(int rank, int exit_code) override {
     const bool expected = stopping_workload_;
     const int64_t t_ns = now();
-    (void)store().appendEvent({run_id_,
-                               msAt(t_ns),
-                               core::wallNowMs(),
-                               "rank_exit",
-                               {{"rank", rank}, {"exit_code", exit_code}, {"expected", expected}}});
+    recorder_.event({run_id_,
+                     msAt(t_ns),
+                     core::wallNowMs(),
+                     "rank_exit",
+                     {{"rank", rank}, {"exit_code", exit_code}, {"expected", expected}}});
     bool stop = false;
     {
       std::lock_guard lock(mu_);
@@ -208,30 +208,32 @@ class Engine::RunExecution : public agent::WorkloadListener {
   double msSinceOrigin() { return msAt(now()); }
   int64_t nsAt(double ms) const { return origin_ns_ + static_cast<int64_t>(ms * 1e6); }
 
-  void setState(const std::string& state) {
+  void setState(RunState state) {
     {
       std::lock_guard lock(mu_);
       state_ = state;
     }
-    (void)store().setRunState(run_id_, state);
-    event("state", {{"state", state}});
+    const std::string name(core::runStateName(state));
+    (void)store().setRunState(run_id_, name);
+    event("state", {{"state", name}});
   }
 
+  // Events are written off the run thread (RunRecorder); finish() flushes them first.
   void event(const std::string& kind, json detail) {
-    (void)store().appendEvent(
-        {run_id_, msSinceOrigin(), core::wallNowMs(), kind, std::move(detail)});
+    recorder_.event({run_id_, msSinceOrigin(), core::wallNowMs(), kind, std::move(detail)});
   }
 
-  void finish(const std::string& state, std::optional<double> score, const std::string& error) {
-    finished_ = true;
+  void finish(RunState state, std::optional<double> score, const std::string& error) {
+    recorder_.flush();  // a final run has its whole timeline stored
     {
       std::lock_guard lock(mu_);
       state_ = state;
     }
-    if (Status s = store().finishRun(run_id_, state, score, result_, error); !s.isOk()) {
+    const std::string name(core::runStateName(state));
+    if (Status s = store().finishRun(run_id_, name, score, result_, error); !s.isOk()) {
       core::logError("run " + std::to_string(run_id_) + ": " + s.toString());
     }
-    core::logInfo("run " + std::to_string(run_id_) + " " + state +
+    core::logInfo("run " + std::to_string(run_id_) + " " + name +
                   (score ? " score " + std::to_string(*score) : "") +
                   (error.empty() ? "" : ": " + error));
   }
@@ -279,13 +281,16 @@ class Engine::RunExecution : public agent::WorkloadListener {
   bool waitUntilMs(double deadline_ms) {
     const int64_t deadline = nsAt(deadline_ms);
     for (;;) {
+      progressed();
       if (stop_requested_) return false;
       const int64_t next_condition = checkTimedConditions();
       if (stop_requested_) return false;
+      timeline_.retryDue();
       const int64_t t = now();
       if (t >= deadline) return true;
-      const int64_t wake_at =
+      int64_t wake_at =
           std::min({deadline, next_condition, t + kMaxSleepSliceMs * int64_t{1000000}});
+      if (auto retry = timeline_.nextRetryNs()) wake_at = std::min(wake_at, *retry);
       engine_.deps_.clock->sleepUntilNs(wake_at);
     }
   }
@@ -327,14 +332,17 @@ class Engine::RunExecution : public agent::WorkloadListener {
     }
     // Published so that outside observers (tests, operators' own probes) can line their
     // CLOCK_MONOTONIC readings up with the run's timeline.
-    (void)store().setRunAttribute(run_id_, "clock_origin_steady_ns", origin_ns_.load());
-    setState("preparing");
+    (void)store().setRunAttribute(run_id_, "clock_origin_steady_ns", origin_ns_);
+    setState(RunState::kPreparing);
 
     auto fabric = engine_.deps_.fabrics->get(record.fabric);
     if (!fabric.isOk()) return fabric.status();
     auto plan = planFaults(scenario, *fabric);
     if (!plan.isOk()) return plan.status();
+    // Validated at submission; checked again because the fabric may have changed since.
+    FC_RETURN_IF_ERROR(checkComposition(*plan));
     fabric_ = fabric.value();
+    timeline_.setFabric(fabric_);
     FC_RETURN_IF_ERROR(recordBackends(*plan));
 
     std::vector<agent::RankSpec> ranks;
@@ -352,19 +360,22 @@ class Engine::RunExecution : public agent::WorkloadListener {
                                {"compute_ms", scenario.workload.compute_ms}});
     FC_RETURN_IF_ERROR(waitForRing());
     if (stop_requested_) return Status::ok();
+    // Every state the plan will change is captured and journaled now, once, so that no
+    // scheduled instant waits for it.
+    FC_RETURN_IF_ERROR(timeline_.prepare(*plan));
 
-    setState("baseline");
+    setState(RunState::kBaseline);
     const double baseline_start = msSinceOrigin();
     const double baseline_end = baseline_start + static_cast<double>(scenario.baseline_ms);
     if (!waitUntilMs(baseline_end)) return Status::ok();
     baseline_ = {baseline_start, baseline_end};
     FC_RETURN_IF_ERROR(armBusbwCondition(scenario, baseline_start, baseline_end));
 
-    setState("injecting");
+    setState(RunState::kInjecting);
     FC_RETURN_IF_ERROR(runFaultTimeline(*plan, baseline_end));
     if (stop_requested_) return Status::ok();
 
-    setState("recovering");
+    setState(RunState::kRecovering);
     const double last_revert = lastRevertMs(baseline_end);
     const double observe_end = last_revert + static_cast<double>(scenario.recovery_ms);
     if (!waitUntilMs(observe_end)) return Status::ok();
@@ -374,7 +385,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
     workload_->stop(engine_.options_.stop_grace_ms);
     event("workload_stopped", json::object());
 
-    setState("analysing");
+    setState(RunState::kAnalysing);
     return analyse(scenario, baseline_start, baseline_end, observe_end);
   }
 
@@ -418,7 +429,11 @@ class Engine::RunExecution : public agent::WorkloadListener {
                                                        " is not available on " +
                                                        action.target.host + ": " + info.reason);
         }
-        backends[info.kind] = info.backend;
+        // A fault that names its backend (packet_loss's params.backend) uses that one.
+        auto named = action.params.find("backend");
+        backends[info.kind] = named != action.params.end() && named->is_string()
+                                  ? named->get<std::string>()
+                                  : info.backend;
       }
     }
     (void)store().setRunAttribute(run_id_, "backends", backends);
@@ -527,14 +542,6 @@ class Engine::RunExecution : public agent::WorkloadListener {
     }
   }
 
-  struct ActiveFault {
-    PlannedAction action;
-    injectors::Fault fault;
-    json prior;
-    int64_t journal_id = 0;
-    agent::Agent* agent = nullptr;
-  };
-
   Status runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end) {
     // Two kinds of instants: applies and reverts. At equal times reverts go first so that
     // back-to-back phases on one interface never overlap.
@@ -551,118 +558,36 @@ class Engine::RunExecution : public agent::WorkloadListener {
     std::stable_sort(timeline.begin(), timeline.end(), [](const Instant& a, const Instant& b) {
       return a.at_ms != b.at_ms ? a.at_ms < b.at_ms : (!a.apply && b.apply);
     });
-    for (const auto& instant : timeline) {
-      if (!waitUntilMs(instant.at_ms)) return Status::ok();
-      const PlannedAction& action = plan[instant.index];
-      if (instant.apply) {
+    // The actions of one instant (same time, same direction) go out together.
+    for (size_t i = 0; i < timeline.size();) {
+      const Instant& first = timeline[i];
+      std::vector<size_t> group;
+      for (; i < timeline.size() && timeline[i].at_ms == first.at_ms &&
+             timeline[i].apply == first.apply;
+           ++i) {
+        group.push_back(timeline[i].index);
+      }
+      if (!waitUntilMs(first.at_ms)) return Status::ok();
+      if (first.apply) {
         startWatching();
         if (stop_requested_) return Status::ok();  // a rank died before the first fault
-        FC_RETURN_IF_ERROR(applyAction(instant.index, action, instant.at_ms));
+        FC_RETURN_IF_ERROR(timeline_.apply(group, plan, first.at_ms));
       } else {
-        revertAction(instant.index, "scheduled", instant.at_ms);
+        timeline_.revert(group, "scheduled", first.at_ms, false);
       }
     }
     return Status::ok();
   }
 
-  Status applyAction(size_t index, const PlannedAction& action, double scheduled_ms) {
-    const AgentRef agent_ref = agentForTarget(fabric_, action.target);
-    auto agent = agentFor(agent_ref);
-    if (!agent.isOk()) return agent.status();
-    ActiveFault active{action, faultFor(action), json::object(), 0, agent.value()};
-    auto prior = active.agent->captureFault(active.fault);
-    if (!prior.isOk()) return prior.status().withContext("reading state before " + action.kind);
-    active.prior = prior.value();
-    // Intent first: if this process dies between here and the revert, start-up recovery finds it.
-    auto journal =
-        store().journalIntent(run_id_, journalFault(active.fault, agent_ref), active.prior);
-    if (!journal.isOk()) return journal.status().withContext("journaling " + action.kind);
-    active.journal_id = journal.value();
-    {
-      std::lock_guard lock(mu_);
-      active_[index] = active;
-    }
-    Status applied = active.agent->applyFault(active.fault);
-    const double t = msSinceOrigin();
-    json detail = {{"step", action.step},     {"phase", action.phase},
-                   {"kind", action.kind},     {"target", targetJson(action.target)},
-                   {"params", action.params}, {"scheduled_ms", scheduled_ms}};
-    if (!applied.isOk()) {
-      detail["error"] = applied.message();
-      event("fault_error", detail);
-      // A half-applied fault is reverted in full by execute() (revertAll).
-      return applied.withContext("applying " + action.kind + " on " + action.target.ifname);
-    }
-    (void)store().journalMark(active.journal_id, "applied");
-    event("fault_applied", detail);
-    auto [window, inserted] = windows_.try_emplace(action.step, t, t);
-    if (!inserted) window->second.first = std::min(window->second.first, t);
-    return Status::ok();
-  }
-
-  // True when the fault was reverted (or was not active).
-  bool revertAction(size_t index, const std::string& why, double scheduled_ms) {
-    ActiveFault active;
-    {
-      std::lock_guard lock(mu_);
-      auto it = active_.find(index);
-      if (it == active_.end()) return true;
-      active = it->second;
-    }
-    // On a stop the revert comes first: observing costs time the proof counts.
-    const bool urgent = scheduled_ms < 0 && stop_requested_;
-    json observed = json::object();
-    if (!urgent) {
-      if (auto o = active.agent->observeFault(active.fault); o.isOk()) observed = o.value();
-    }
-    Status reverted = active.agent->revertFault(active.fault, active.prior);
-    const double t = msSinceOrigin();
-    json detail = {{"step", active.action.step},
-                   {"phase", active.action.phase},
-                   {"kind", active.action.kind},
-                   {"target", targetJson(active.action.target)},
-                   {"reason", why},
-                   {"observed", observed}};
-    if (scheduled_ms >= 0) detail["scheduled_ms"] = scheduled_ms;
-    if (!reverted.isOk()) {
-      // Left in the journal as unreverted: start-up recovery and lab down will retry.
-      detail["error"] = reverted.message();
-      event("revert_error", detail);
-      core::logError("run " + std::to_string(run_id_) + ": revert failed: " + reverted.toString());
-      (void)store().journalMark(active.journal_id, "failed");
-    } else {
-      (void)store().journalMark(active.journal_id, "reverted");
-      event("fault_reverted", detail);
-    }
-    if (auto window = windows_.find(active.action.step); window != windows_.end()) {
-      window->second.second = std::max(window->second.second, t);
-    }
-    std::lock_guard lock(mu_);
-    active_.erase(index);
-    return reverted.isOk();
-  }
-
-  // Returns how many faults were reverted.
-  int revertAll(const std::string& why) {
-    std::vector<size_t> indices;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& [index, fault] : active_) indices.push_back(index);
-    }
-    int reverted = 0;
-    for (size_t index : indices) reverted += revertAction(index, why, -1) ? 1 : 0;
-    return reverted;
-  }
-
   double lastRevertMs(double fallback) const {
     double last = fallback;
-    for (const auto& [step, window] : windows_) last = std::max(last, window.second);
+    for (const auto& [step, window] : timeline_.windows()) last = std::max(last, window.second);
     return last;
   }
 
   json windowsJson(std::vector<FaultWindow>& windows) const {
     json windows_json = json::array();
-    for (const auto& [step, window] : windows_) {
+    for (const auto& [step, window] : timeline_.windows()) {
       windows.push_back({step, window.first, window.second});
       windows_json.push_back(
           {{"step", step}, {"start_ms", window.first}, {"end_ms", window.second}});
@@ -699,13 +624,45 @@ class Engine::RunExecution : public agent::WorkloadListener {
                {"observe_end_ms", observe_end},
                {"world_size", world_},
                {"samples", samples->size()}};
-    finish(passed ? "passed" : "failed", analysis.score, "");
+    verdict_.emplace(passed ? RunState::kPassed : RunState::kFailed, analysis.score);
     return Status::ok();
   }
 
+  // A run that could not take a fault back ends in error, whatever it measured: the fabric is not
+  // as it found it. result.fault_left names each one; the journal keeps them for start-up recovery
+  // and GET /v1/faults lists them. Returns the run's error text.
+  std::string recordFaultsLeft(const std::vector<LeftFault>& left, const std::string& error) {
+    json faults = json::array();
+    std::string text = std::to_string(left.size()) + " fault(s) could not be reverted:";
+    for (const LeftFault& f : left) {
+      json entry = {{"kind", f.kind},
+                    {"target", describeTarget(f.target)},
+                    {"target_type", injectors::toString(injectors::typeOf(f.target.target))},
+                    {"host", f.target.host},
+                    {"journal_id", f.journal_id},
+                    {"attempts", f.attempts},
+                    {"error", f.error}};
+      if (const injectors::InterfaceTarget* interface = injectors::interfaceOf(f.target.target)) {
+        entry["netns"] = interface->netns;
+        entry["ifname"] = interface->ifname;
+      }
+      faults.push_back(std::move(entry));
+      text += " " + f.kind + " on " + describeTarget(f.target) + " (" + std::to_string(f.attempts) +
+              " attempts: " + f.error + ");";
+    }
+    text +=
+        " it stays in the fault journal: GET /v1/faults lists it and start-up recovery "
+        "retries it";
+    result_["passed"] = false;
+    result_["fault_left"] = faults;
+    if (verdict_) result_["verdict_before_fault_left"] = core::runStateName(verdict_->first);
+    event("fault_left", {{"faults", faults}});
+    return error.empty() ? text : error + "; " + text;
+  }
+
   // An aborted run keeps what was measured (with a baseline, its analysis up to the revert) but
-  // never passes: its gates are not evaluated.
-  void finishStopped(int reverted, double reverted_ms) {
+  // never passes: its gates are not evaluated. Returns the run's error text.
+  std::string recordStop(int reverted, double reverted_ms) {
     StopRequest stop;
     {
       std::lock_guard lock(mu_);
@@ -741,7 +698,7 @@ class Engine::RunExecution : public agent::WorkloadListener {
         result_["samples"] = samples->size();
       }
     }
-    finish("aborted", std::nullopt, stop.error);
+    return stop.error;
   }
 
   static constexpr int64_t kMaxSleepSliceMs = 50;
@@ -751,8 +708,8 @@ class Engine::RunExecution : public agent::WorkloadListener {
   const int port_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stopping_workload_{false};
-  bool finished_ = false;  // run thread only
-  std::atomic<int64_t> origin_ns_{0};
+  const int64_t origin_ns_;                       // run clock: samples and events are ms from here
+  std::atomic<int64_t> progress_ns_{origin_ns_};  // last sign of life of the run thread
   // Run thread only: from the scenario.
   int64_t max_duration_ms_ = kMaxTimeMs;
   double tolerance_ = 0.1;
@@ -760,19 +717,20 @@ class Engine::RunExecution : public agent::WorkloadListener {
   std::unique_ptr<agent::WorkloadHandle> workload_;
   Fabric fabric_;  // the fabric as resolved when the run started
   json result_ = json::object();
-  // step -> [first apply, last revert], origin-relative ms. Run thread only.
-  std::map<int, std::pair<double, double>> windows_;
+  RunRecorder recorder_;    // events and journal marks, written off the run thread
+  FaultTimeline timeline_;  // run thread only, but for activeCount()
+  // analyse()'s verdict: state and score. Run thread only.
+  std::optional<std::pair<RunState, std::optional<double>>> verdict_;
   std::optional<std::pair<double, double>> baseline_;  // run thread only
 
   std::mutex mu_;  // guards what listener threads and live() share with the run thread
   std::condition_variable ready_cv_;
-  std::string state_ = "queued";
+  RunState state_ = RunState::kQueued;
   int world_ = 2;
   int ready_ranks_ = 0;
   bool rank_died_ = false;
   int64_t sample_count_ = 0;
   double last_busbw_ = 0;
-  std::map<size_t, ActiveFault> active_;
   std::optional<StopRequest> stop_;
   bool watching_ = false;  // stop conditions are watched
   bool on_rank_death_ = true;
@@ -902,13 +860,70 @@ Status Engine::abort(int64_t run_id) {
                     (latest.isOk() ? latest->state : record->state) + ")");
 }
 
+bool Engine::ownedByRunningRun(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  auto slot = running_.find(run_id);
+  return slot != running_.end() && !slot->second.done;
+}
+
+Status Engine::revertNow(int64_t journal_id) {
+  auto entries = deps_.store->unrevertedJournal();
+  if (!entries.isOk()) return entries.status();
+  auto entry = std::find_if(entries->begin(), entries->end(),
+                            [&](const store::JournalEntry& e) { return e.id == journal_id; });
+  if (entry == entries->end()) {
+    return Status(StatusCode::kNotFound,
+                  "no fault " + std::to_string(journal_id) + " in force (already reverted?)");
+  }
+  if (entry->run_id != 0 && ownedByRunningRun(entry->run_id)) {
+    const std::string run = std::to_string(entry->run_id);
+    return Status(StatusCode::kFailedPrecondition,
+                  "fault " + std::to_string(journal_id) + " belongs to run " + run +
+                      ", which is running and reverts it on schedule; POST /v1/runs/" + run +
+                      "/abort reverts all its faults now");
+  }
+  json doc = entry->fault;
+  const AgentRef ref = journalAgent(doc);
+  auto fault = injectors::faultFromJson(doc);
+  if (!fault.isOk())
+    return fault.status().withContext("journal entry " + std::to_string(journal_id));
+  auto agent = deps_.agents->agentFor(ref);
+  if (!agent.isOk()) return agent.status();
+  if (Status s = (*agent)->revertFault(*fault, entry->prior); !s.isOk()) {
+    return s.withContext("reverting fault " + std::to_string(journal_id));
+  }
+  FC_RETURN_IF_ERROR(deps_.store->journalMark(journal_id, "reverted"));
+  core::logInfo("operator reverted fault " + std::to_string(journal_id) + ": " +
+                entry->fault.dump());
+  if (entry->run_id != 0) {
+    (void)deps_.store->appendEvent(
+        {entry->run_id,
+         0,
+         core::wallNowMs(),
+         "fault_reverted",
+         {{"reason", "operator (POST /v1/faults/" + std::to_string(journal_id) + "/revert)"},
+          {"journal_id", journal_id},
+          {"fault", entry->fault}}});
+  }
+  return Status::ok();
+}
+
+bool Engine::holdsFaultsWithoutProgress(int64_t stale_ms) {
+  const int64_t now = deps_.clock->nowNs();
+  std::lock_guard lock(mu_);
+  for (const auto& [id, slot] : running_) {
+    if (!slot.done && slot.execution->stalled(now, stale_ms * 1000000)) return true;
+  }
+  return false;
+}
+
 std::optional<LiveStatus> Engine::live(int64_t run_id) {
   std::lock_guard lock(mu_);
   auto slot = running_.find(run_id);
   if (slot == running_.end()) return std::nullopt;
   LiveStatus status = slot->second.execution->live();
   // Finished but not yet reaped by the dispatcher: the store has the final word.
-  if (isFinal(status.state)) return std::nullopt;
+  if (core::isFinalRunState(status.state)) return std::nullopt;
   return status;
 }
 

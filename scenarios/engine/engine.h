@@ -40,6 +40,9 @@ struct EngineOptions {
   int base_port = 17000;             // rank port = base_port + run_id % 1000, or the next free one
   int stop_grace_ms = 3000;          // ranks get SIGTERM, then SIGKILL after this
   int max_parallel_runs = 4;         // runs on disjoint targets executing at once
+  // After a run ends, how long failed reverts are retried (with back-off) before the run ends in
+  // error with fault_left. Start-up recovery and POST /v1/faults/{id}/revert can retry later.
+  int64_t revert_retry_budget_ms = 10000;
 };
 
 // What a watcher sees while a run is in progress.
@@ -59,7 +62,7 @@ struct StartupRecovery {
   std::vector<int64_t> interrupted;  // runs marked interrupted
 };
 
-class Engine : public RunService {
+class Engine : public RunService, public FaultService {
  public:
   Engine(EngineDeps deps, EngineOptions options);
   ~Engine() override;
@@ -75,6 +78,16 @@ class Engine : public RunService {
   core::Result<int64_t> submit(const Scenario& scenario, const std::string& fabric) override;
   // A queued run ends as aborted at once; a running one stops with reason abort_request.
   core::Status abort(int64_t run_id) override;
+
+  // FaultService: an entry left by a finished, failed or interrupted run (a fault_left, a
+  // start-up recovery that could not revert it) is reverted through its agent.
+  core::Status revertNow(int64_t journal_id) override;
+  bool ownedByRunningRun(int64_t run_id) override;
+
+  // True when a run holds a fault on the fabric and its thread has shown no progress (a wait
+  // slice, an agent call returning) for stale_ms: it is wedged, and so are its faults. serve
+  // renews its guardian's lease only while this is false (app/lease_heartbeat.h).
+  bool holdsFaultsWithoutProgress(int64_t stale_ms);
 
   // Any running run; nullopt for queued and finished ones.
   std::optional<LiveStatus> live(int64_t run_id);

@@ -19,7 +19,9 @@ core::Result<std::set<std::string>> runTargets(const Scenario& scenario, const F
   if (!plan.isOk()) return plan.status();
   for (const auto& action : *plan) {
     if (!action.target.host.empty()) targets.insert(prefix + "host/" + action.target.host);
-    targets.insert(prefix + "if/" + action.target.netns + "/" + action.target.ifname);
+    for (const std::string& key : injectors::lockKeys(action.target.target)) {
+      targets.insert(prefix + key);
+    }
   }
   return targets;
 }

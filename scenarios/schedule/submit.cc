@@ -34,8 +34,9 @@ Result<int64_t> submitStoredScenario(const SubmitDeps& deps, const std::string& 
     }
     return fabric_record.status().withContext(what);
   }
-  const KindCatalog catalog = deps.kinds ? deps.kinds() : KindCatalog{};
-  if (Status st = validateForFabric(*scenario, *fabric_record, catalog); !st.isOk()) {
+  core::Result<KindCatalog> catalog = deps.kinds ? deps.kinds(*fabric_record) : KindCatalog{};
+  if (!catalog.isOk()) return catalog.status().withContext(what);
+  if (Status st = validateForFabric(*scenario, *fabric_record, *catalog); !st.isOk()) {
     return st.withContext(what);
   }
   auto run = deps.runs->submit(*scenario, fabric_name);

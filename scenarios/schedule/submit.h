@@ -19,7 +19,7 @@ struct SubmitDeps {
   store::Store* store = nullptr;
   RunService* runs = nullptr;
   FabricCatalog* fabrics = nullptr;
-  std::function<KindCatalog()> kinds;
+  KindCatalogFor kinds;  // the fabric's agents' kinds (scenarios/engine/fabric_agents.h)
   // For a scenario with no fabric of its own when the caller names none.
   std::string default_fabric = "netns-lab";
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/run_state.h"
 
 namespace fabric_chaos::scenarios::schedule {
 namespace {
@@ -14,11 +15,6 @@ using core::Result;
 using core::Status;
 using core::StatusCode;
 using nlohmann::json;
-
-bool isFinal(std::string_view state) {
-  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
-         state == "error";
-}
 
 std::vector<std::string> scenarioNames(const json& suite) {
   std::vector<std::string> out;
@@ -81,7 +77,7 @@ Status SuiteRunner::abortSuite(int64_t suite_run_id) {
     // Not running here: a worker writes its verdict under mu_, so the store now holds it.
     auto record = deps_.store->getSuiteRun(suite_run_id);
     if (!record.isOk()) return record.status();
-    if (isFinal(record->state)) {
+    if (core::isFinalRunState(record->state)) {
       return Status(StatusCode::kFailedPrecondition,
                     name + " already finished (" + record->state + ")");
     }
@@ -266,7 +262,7 @@ std::string SuiteRunner::waitForRun(int64_t id, int64_t run_id, std::string* err
   const auto interval = std::chrono::milliseconds(options_.poll_interval_ms);
   while (true) {
     auto run = deps_.store->getRun(run_id);
-    if (run.isOk() && isFinal(run->state)) {
+    if (run.isOk() && core::isFinalRunState(run->state)) {
       std::lock_guard lock(mu_);
       workers_[id].current_run = 0;
       if (run->state != "passed") {

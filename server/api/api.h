@@ -13,6 +13,7 @@
 
 #include "core/http_message.h"
 #include "injectors/injector.h"
+#include "scenarios/engine/fabric_agents.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
 #include "server/store/store.h"
@@ -27,10 +28,14 @@ struct ApiDeps {
   scenarios::RunService* runs = nullptr;
   scenarios::FabricCatalog* fabrics = nullptr;
   std::function<std::vector<injectors::KindInfo>()> capabilities;
-  std::function<scenarios::KindCatalog()> kinds;
+  // The kind catalog of one fabric, from its hosts' agents (scenarios/engine/fabric_agents.h).
+  scenarios::KindCatalogFor kinds;
+  // GET /v1/fabrics/{name}'s hosts[].agent: each host's agent asked now (the list stays cheap).
+  std::function<std::vector<scenarios::HostAgentReport>(const scenarios::Fabric&)> fabric_agents;
   std::string version;
   std::string default_fabric = "netns-lab";
   scenarios::SuiteService* suites = nullptr;
+  scenarios::FaultService* faults = nullptr;  // GET /v1/faults works without; revert needs it
   // The in-progress view of a run (engine live status as JSON), or null when it is not running.
   std::function<nlohmann::json(int64_t run_id)> live;
   // false = `serve --no-auth`: every caller is an anonymous admin.

@@ -60,6 +60,10 @@ Response abortRun(Context& ctx, const Call& call);
 Response getRunSamples(Context& ctx, const Call& call);
 Response getRunEvents(Context& ctx, const Call& call);
 
+// Faults in force (fault_handlers.cc): GET /v1/faults, POST /v1/faults/ID/revert.
+Response listFaults(Context& ctx, const Call& call);
+Response revertFault(Context& ctx, const Call& call);
+
 // POST /v1/scenarios/validate (scenario_handlers.cc).
 Response validateScenario(Context& ctx, const Call& call);
 
@@ -99,10 +103,14 @@ nlohmann::json sampleJson(const core::Sample& sample, int world_size);
 // when some rank never reported at all.
 int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& samples);
 // passed, failed, aborted, interrupted, error.
-bool isFinalRunState(const std::string& state);
+
+// The kind catalog for `fabric` from its agents (ApiDeps::kinds), or an empty one when the server
+// has none; kUnavailable (503) naming the host whose agent could not be asked.
+core::Result<scenarios::KindCatalog> kindCatalogFor(Context& ctx, const scenarios::Fabric& fabric);
 
 // Parses a scenario document and validates it: against `fabric_name` when that fabric is
-// registered, otherwise with validateKindsAndTiming (targets cannot be checked without a fabric).
+// registered, otherwise with validateKindsAndTiming (targets cannot be checked without a fabric;
+// kinds are then those of the controller's embedded agent, see FabricAgents::kindCatalog).
 // kInvalidArgument / kUnprocessable naming the field; a catalog failure other than kNotFound is
 // returned as is.
 core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const nlohmann::json& document,

@@ -41,11 +41,6 @@ Status fabricNotRegistered(const std::string& fabric) {
 
 }  // namespace
 
-bool isFinalRunState(const std::string& state) {
-  return state == "passed" || state == "failed" || state == "aborted" || state == "interrupted" ||
-         state == "error";
-}
-
 json runSummary(const store::RunRecord& run) {
   // passed: the engine's verdict when it stored one, else what the final state says; null while
   // the run is in progress or when it ended without a verdict (aborted, error...).
@@ -189,8 +184,9 @@ Response createRun(Context& ctx, const Call& call) {
 
   auto scenario = scenarios::parseScenario(document);
   if (!scenario) return errorResponse(scenario.status().withContext(context));
-  scenarios::KindCatalog catalog = ctx.deps.kinds ? ctx.deps.kinds() : scenarios::KindCatalog{};
-  if (Status st = scenarios::validateForFabric(scenario.value(), fabric.value(), catalog);
+  auto catalog = kindCatalogFor(ctx, fabric.value());
+  if (!catalog) return errorResponse(catalog.status());
+  if (Status st = scenarios::validateForFabric(scenario.value(), fabric.value(), *catalog);
       !st.isOk()) {
     return errorResponse(st.withContext(context));
   }

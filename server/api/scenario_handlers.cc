@@ -36,22 +36,33 @@ Response scenarioCreated(const std::string& name, const json& document) {
 
 }  // namespace
 
+core::Result<scenarios::KindCatalog> kindCatalogFor(Context& ctx, const scenarios::Fabric& fabric) {
+  if (!ctx.deps.kinds) return scenarios::KindCatalog{};
+  return ctx.deps.kinds(fabric);
+}
+
 core::Result<scenarios::Scenario> parseAndValidate(Context& ctx, const json& document,
                                                    const std::string& fabric_name) {
   auto scenario = scenarios::parseScenario(document);
   if (!scenario) return scenario.status();
   // A scenario written for another fabric is validated against that one when it is registered.
   const std::string fabric_for = scenario->fabric.empty() ? fabric_name : scenario->fabric;
-  scenarios::KindCatalog catalog = ctx.deps.kinds ? ctx.deps.kinds() : scenarios::KindCatalog{};
   if (ctx.deps.fabrics != nullptr) {
     auto fabric = ctx.deps.fabrics->get(fabric_for);
     if (fabric) {
-      FC_RETURN_IF_ERROR(scenarios::validateForFabric(scenario.value(), fabric.value(), catalog));
+      auto catalog = kindCatalogFor(ctx, fabric.value());
+      if (!catalog) return catalog.status();
+      FC_RETURN_IF_ERROR(scenarios::validateForFabric(scenario.value(), fabric.value(), *catalog));
       return scenario;
     }
     if (fabric.status().code() != StatusCode::kNotFound) return fabric.status();
   }
-  FC_RETURN_IF_ERROR(scenarios::validateKindsAndTiming(scenario.value(), catalog));
+  // No such fabric yet: a fabric without hosts, whose catalog is the controller's own.
+  scenarios::Fabric unregistered;
+  unregistered.name = fabric_for;
+  auto catalog = kindCatalogFor(ctx, unregistered);
+  if (!catalog) return catalog.status();
+  FC_RETURN_IF_ERROR(scenarios::validateKindsAndTiming(scenario.value(), *catalog));
   return scenario;
 }
 
@@ -196,8 +207,9 @@ Response validateScenario(Context& ctx, const Call& call) {
   }
   auto scenario = scenarios::parseScenario(*it);
   if (!scenario) return errorResponse(scenario.status());
-  scenarios::KindCatalog catalog = ctx.deps.kinds ? ctx.deps.kinds() : scenarios::KindCatalog{};
-  if (Status st = scenarios::validateForFabric(scenario.value(), fabric.value(), catalog);
+  auto catalog = kindCatalogFor(ctx, fabric.value());
+  if (!catalog) return errorResponse(catalog.status());
+  if (Status st = scenarios::validateForFabric(scenario.value(), fabric.value(), *catalog);
       !st.isOk()) {
     return errorResponse(st);
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/run_state.h"
 #include "server/api/handlers.h"
 #include "server/api/util.h"
 
@@ -33,7 +34,7 @@ class RunStream : public core::EventStream {
     if (done_) return Chunk{"", true};
     auto run = store_->getRun(run_id_);
     if (!run) return fail(run.status());
-    const bool final_state = isFinalRunState(run->state);
+    const bool final_state = core::isFinalRunState(run->state);
 
     Chunk chunk;
     // The live view of a finished run is meaningless (and the engine has dropped it).

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/run_state.h"
 #include "scenarios/model.h"
 #include "server/api/handlers.h"
 #include "server/api/util.h"
@@ -106,7 +107,7 @@ json suiteSummary(const store::SuiteRecord& record) {
 // docs/api.md: one entry per scenario of the suite, in order. Runs were started in that order,
 // but a scenario that could not be started has none, so runs are matched by scenario name.
 json suiteRunView(Context& ctx, const store::SuiteRunRecord& record) {
-  const bool final_state = isFinalRunState(record.state);
+  const bool final_state = core::isFinalRunState(record.state);
   json runs = json::array();
   size_t next_run = 0;
   const json scenarios = record.suite.value("scenarios", json::array());

@@ -1,5 +1,9 @@
 // /healthz, /v1/capabilities and /v1/fabrics.
 
+#include <algorithm>
+
+#include "injectors/model/kind_spec.h"
+#include "scenarios/engine/fabric_agents.h"
 #include "scenarios/topology.h"
 #include "server/api/handlers.h"
 #include "server/api/util.h"
@@ -18,15 +22,65 @@ Response getCapabilities(Context& ctx, const Call&) {
   json kinds = json::array();
   if (ctx.deps.capabilities) {
     for (const injectors::KindInfo& info : ctx.deps.capabilities()) {
-      kinds.push_back({{"kind", info.kind},
-                       {"description", info.description},
-                       {"available", info.available},
-                       {"reason", info.reason},
-                       {"backend", info.backend}});
+      json kind{{"kind", info.kind},
+                {"description", info.description},
+                {"available", info.available},
+                {"reason", info.reason},
+                {"backend", info.backend}};
+      // The kind's declaration (parameters, phases, composition, lifecycle): what the dashboard's
+      // editor and clients build forms and checks from.
+      if (const injectors::KindSpec* spec = injectors::findKindSpec(info.kind)) {
+        kind["schema"] = injectors::toJson(*spec);
+      }
+      kinds.push_back(std::move(kind));
     }
   }
   return jsonResponse(200, json{{"version", ctx.deps.version}, {"fault_kinds", kinds}});
 }
+
+namespace {
+
+// One host's hosts[].agent in GET /v1/fabrics/{name} (docs/api.md).
+json hostAgentJson(const scenarios::HostAgentReport& report) {
+  json out{{"name", report.agent.isLocal() ? std::string("local") : report.agent.name},
+           {"reachable", report.status.isOk()}};
+  if (!report.status.isOk()) {
+    out["error"] = report.status.message();
+    return out;
+  }
+  const agent::AgentInfo& info = report.info;
+  json kinds = json::array();
+  for (const injectors::KindInfo& kind : info.kinds) {
+    kinds.push_back({{"kind", kind.kind},
+                     {"available", kind.available},
+                     {"reason", kind.reason},
+                     {"backend", kind.backend}});
+  }
+  json netdevs = json::array();
+  for (const agent::AgentNetdev& dev : info.netdevs) {
+    netdevs.push_back(
+        {{"name", dev.name}, {"netns", dev.netns}, {"operstate", dev.operstate}, {"mac", dev.mac}});
+  }
+  json rdma = json::array();
+  for (const sys::RdmaDevice& dev : info.rdma_devices) {
+    json ports = json::array();
+    for (const sys::RdmaPortState& port : dev.ports) {
+      ports.push_back(
+          {{"port", port.port}, {"state", port.state}, {"gid_table_size", port.gid_table_size}});
+    }
+    rdma.push_back({{"name", dev.name}, {"ports", ports}});
+  }
+  out["version"] = info.version;
+  out["hostname"] = info.hostname;
+  out["clock_offset_ms"] = report.clock_offset_ms;
+  out["round_trip_ms"] = report.round_trip_ms;
+  out["kinds"] = kinds;
+  out["netdevs"] = netdevs;
+  out["rdma_devices"] = rdma;
+  return out;
+}
+
+}  // namespace
 
 Response listFabrics(Context& ctx, const Call&) {
   json fabrics = json::array();
@@ -45,7 +99,19 @@ Response getFabric(Context& ctx, const Call& call) {
   }
   auto fabric = ctx.deps.fabrics->get(name);
   if (!fabric) return errorResponse(fabric.status());
-  return jsonResponse(200, scenarios::toJson(fabric.value()));
+  json body = scenarios::toJson(fabric.value());
+  if (ctx.deps.fabric_agents && body.contains("hosts")) {
+    // Agents are asked here and not in the list, which must stay cheap (docs/api.md).
+    const auto reports = ctx.deps.fabric_agents(fabric.value());
+    for (auto& host : body["hosts"]) {
+      const std::string host_name = host.value("name", "");
+      auto it =
+          std::find_if(reports.begin(), reports.end(),
+                       [&](const scenarios::HostAgentReport& r) { return r.host == host_name; });
+      if (it != reports.end()) host["agent"] = hostAgentJson(*it);
+    }
+  }
+  return jsonResponse(200, body);
 }
 
 }  // namespace fabric_chaos::api::internal

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/run_state.h"
 #include "server/store/statement.h"
 #include "server/store/store.h"
 
@@ -194,12 +195,7 @@ constexpr std::string_view kJournalIntent = "intent";
 constexpr std::string_view kJournalReverted = "reverted";
 constexpr std::array<std::string_view, 3> kJournalMarks = {"applied", kJournalReverted, "failed"};
 
-bool isFinalState(std::string_view state) {
-  for (std::string_view s : kFinalStates) {
-    if (s == state) return true;
-  }
-  return false;
-}
+bool isFinalState(std::string_view state) { return core::isFinalRunState(state); }
 
 // error_handler_t::replace: a fault detail holding bytes that are not UTF-8 (an interface name
 // read from the kernel, say) must still be stored rather than throw out of the store.
@@ -520,7 +516,7 @@ Status prepareAll(sqlite3* db, Statements& s) {
        "reverted_ms = CASE WHEN ?2 = ?4 THEN ?3 ELSE reverted_ms END WHERE id = ?1"},
       {&s.list_unreverted,
        "SELECT id, run_id, fault, prior, state, intent_ms, reverted_ms FROM journal "
-       "WHERE state <> 'reverted' ORDER BY id"},
+       "WHERE state <> 'reverted' ORDER BY id DESC"},
       {&s.list_unfinished_runs, run_select + "WHERE state NOT IN (?1, ?2, ?3, ?4, ?5) ORDER BY id"},
 
       {&s.insert_suite_run,

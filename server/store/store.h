@@ -161,6 +161,8 @@ class Store {
   virtual core::Result<int64_t> journalIntent(int64_t run_id, const json& fault,
                                               const json& prior) = 0;
   virtual core::Status journalMark(int64_t entry_id, const std::string& state) = 0;
+  // Entries not marked reverted (intent, applied, failed), newest first: the order every
+  // revert-all must take them back in.
   virtual core::Result<std::vector<JournalEntry>> unrevertedJournal() = 0;
   // Runs whose state is not final (queued or in progress), oldest first.
   virtual core::Result<std::vector<RunRecord>> unfinishedRuns() = 0;

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "injectors/registry.h"
 #include "tests/agent/agent_test_support.h"
+#include "tests/fakes/fake_links.h"
 #include "tests/fakes/fake_process.h"
 
 namespace fabric_chaos::agent {
@@ -251,13 +252,28 @@ TEST_F(AgentServiceTest, TheManagementInterfaceIsNeverTouched) {
 
 TEST(CheckTargetAllowed, Rules) {
   using injectors::InterfaceTarget;
-  EXPECT_TRUE(checkTargetAllowed({"", "eth0"}, {}, {"eth1"}).isOk());
-  EXPECT_EQ(checkTargetAllowed({"", "eth1"}, {}, {"eth1"}).code(),
+  EXPECT_TRUE(checkTargetAllowed(InterfaceTarget{"", "eth0"}, {}, {"eth1"}).isOk());
+  EXPECT_EQ(checkTargetAllowed(InterfaceTarget{"", "eth1"}, {}, {"eth1"}).code(),
             core::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(checkTargetAllowed({"ns", "eth1"}, {}, {"eth1"}).isOk());
-  EXPECT_TRUE(checkTargetAllowed({"ns", "eth1"}, {"ns/eth1"}, {"eth1"}).isOk());
-  EXPECT_FALSE(checkTargetAllowed({"ns", "eth1"}, {"eth1"}, {}).isOk());
-  EXPECT_FALSE(checkTargetAllowed({"", "eth1"}, {"ns/eth1"}, {}).isOk());
+  EXPECT_TRUE(checkTargetAllowed(InterfaceTarget{"ns", "eth1"}, {}, {"eth1"}).isOk());
+  EXPECT_TRUE(checkTargetAllowed(InterfaceTarget{"ns", "eth1"}, {"ns/eth1"}, {"eth1"}).isOk());
+  EXPECT_FALSE(checkTargetAllowed(InterfaceTarget{"ns", "eth1"}, {"eth1"}, {}).isOk());
+  EXPECT_FALSE(checkTargetAllowed(InterfaceTarget{"", "eth1"}, {"ns/eth1"}, {}).isOk());
+  // The list names interfaces only: any other target type is refused, even by an agent whose
+  // empty list allows every interface.
+  const core::Status rdma = checkTargetAllowed(injectors::RdmaPortTarget{"rxe0", 1, 0}, {}, {});
+  EXPECT_EQ(rdma.code(), core::StatusCode::kPermissionDenied);
+  EXPECT_EQ(rdma.message(),
+            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent's allowlist has no "
+            "entries for rdma_port targets");
+  EXPECT_NE(checkTargetAllowed(injectors::ProcessTarget{std::nullopt, 2}, {"ns/eth1"}, {})
+                .message()
+                .find("no entries for process targets"),
+            std::string::npos);
+  // Not even a traffic set whose every endpoint is listed: traffic is not an interface change.
+  EXPECT_FALSE(checkTargetAllowed(injectors::TrafficSetTarget{{{"ns", "eth1"}}, {{"ns", "eth1"}}},
+                                  {"ns/eth1"}, {})
+                   .isOk());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,6 +494,28 @@ TEST_F(AgentServiceTest, TheJournalLetsTheNextProcessRevertWhatACrashedOneLeft) 
   // Ids continue where the previous process stopped: a stale id cannot name a new fault.
   auto next = apply(fakeFault("eth0"));
   EXPECT_EQ(parse(next)["id"], "f-4");
+}
+
+// The previous version journaled untagged interface targets; an agent upgraded while a fault was
+// in force must still revert it.
+TEST_F(AgentServiceTest, AJournalOfThePreviousVersionIsStillReverted) {
+  TempDir dir;
+  AgentServiceOptions options;
+  options.journal_path = dir.path() + "/agent-journal.json";
+  {
+    std::ofstream out(options.journal_path);
+    out << R"({"version": 1, "next_fault_id": 8, "faults": [
+      {"id": "f-7", "fault": {"kind": "fake_down", "target": {"netns": "ns1", "ifname": "eth3"},
+                              "params": {"down_ms": 1000}},
+       "prior": {"up": true}, "lease_ms": 600000}]})";
+  }
+  injector_->setUp("ns1/eth3", false);  // what the old agent's fault left
+  auto& restarted = service(options);
+  auto recovery = restarted.recoverJournal();
+  EXPECT_EQ(recovery.reverted, 1);
+  EXPECT_EQ(recovery.failed, 0);
+  EXPECT_TRUE(injector_->up("ns1/eth3"));
+  EXPECT_EQ(restarted.activeFaults(), 0u);
 }
 
 TEST_F(AgentServiceTest, AFaultTheJournalCannotRevertStaysActiveForRetries) {
@@ -709,6 +747,108 @@ TEST(KindInfoJson, RoundTrips) {
   EXPECT_EQ(back.available, info.available);
   EXPECT_EQ(back.reason, info.reason);
   EXPECT_EQ(back.backend, info.backend);
+}
+
+class FixedRdmaDevices : public sys::RdmaDevices {
+ public:
+  std::vector<sys::RdmaDevice> list() override { return {{"rxe0", {{1, "ACTIVE", 16}}}}; }
+};
+
+// GET /agent/v1/describe: the agent's own report (version, host, kinds, netdevs of every namespace
+// it is told about through the links adapter, RDMA devices, clock), decoded by the controller.
+TEST_F(AgentServiceTest, DescribeReportsTheAgentAndItsHost) {
+  fakes::FakeLinks links;
+  links.addLink("", {"eth0", 0, true, true, "", "52:54:00:00:00:01"});
+  links.addLink("", {"lo", 0, true, true, "unknown", "00:00:00:00:00:00"});
+  links.addLink("lab-sw0", {"p0", 0, true, false, "", "02:00:00:00:00:10"});
+  FixedRdmaDevices rdma;
+  LocalAgentOptions options{"/bin/true", ""};
+  options.version = "7.7.7";
+  options.hostname = "guest-1";
+  options.links = &links;
+  options.rdma = &rdma;
+  // "gone" has no links in the fake: a vanished namespace is just empty.
+  options.netdev_namespaces = [] { return std::vector<std::string>{"lab-sw0", "", "gone"}; };
+  agent_ = std::make_unique<ScriptedAgent>(registry_, launcher_, options);
+  service();
+  const int64_t before = core::steadyNowNs();
+  auto response = call("GET", "/agent/v1/describe");
+  ASSERT_EQ(response.status, 200) << response.body;
+  json doc = parse(response);
+  EXPECT_EQ(doc["version"], "7.7.7");
+  EXPECT_EQ(doc["hostname"], "guest-1");
+  ASSERT_EQ(doc["kinds"].size(), 1u);
+  EXPECT_EQ(doc["kinds"][0]["kind"], "fake_down");
+  EXPECT_EQ(doc["netdevs"], json::parse(R"([
+    {"name": "eth0", "netns": "", "operstate": "up", "mac": "52:54:00:00:00:01"},
+    {"name": "lo", "netns": "", "operstate": "unknown", "mac": "00:00:00:00:00:00"},
+    {"name": "p0", "netns": "lab-sw0", "operstate": "lowerlayerdown",
+     "mac": "02:00:00:00:00:10"}])"));
+  EXPECT_EQ(doc["rdma_devices"], json::parse(R"([{"name": "rxe0", "ports": [
+    {"port": 1, "state": "ACTIVE", "gid_table_size": 16}]}])"));
+  EXPECT_GE(doc["clock"]["steady_ns"].get<int64_t>(), before);
+  EXPECT_GT(doc["clock"]["realtime_ns"].get<int64_t>(), 1'600'000'000'000'000'000);
+
+  auto decoded = agentInfoFromJson(doc);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
+  EXPECT_EQ(decoded->hostname, "guest-1");
+  ASSERT_EQ(decoded->netdevs.size(), 3u);
+  EXPECT_EQ(decoded->netdevs[2].netns, "lab-sw0");
+  ASSERT_EQ(decoded->rdma_devices.size(), 1u);
+  EXPECT_EQ(decoded->rdma_devices[0].ports[0].gid_table_size, 16);
+  EXPECT_EQ(decoded->clock.realtime_ns, doc["clock"]["realtime_ns"].get<int64_t>());
+
+  EXPECT_EQ(call("POST", "/agent/v1/describe").status, 405);
+  EXPECT_EQ(call("GET", "/agent/v1/describe", nullptr, "-").status, 401);
+}
+
+TEST_F(AgentServiceTest, DescribeFallsBackToTheServicesVersionAndTheProbesHostname) {
+  service();
+  auto response = call("GET", "/agent/v1/describe");
+  ASSERT_EQ(response.status, 200) << response.body;
+  json doc = parse(response);
+  EXPECT_EQ(doc["version"], "0.1.0-test");
+  EXPECT_EQ(doc["hostname"], "vm-test-1");
+  EXPECT_EQ(doc["netdevs"], json::array()) << "no links adapter, no netdevs";
+}
+
+TEST(AgentInfoJson, IgnoresUnknownFieldsAndRefusesWrongTypes) {
+  auto ok = agentInfoFromJson(json{{"version", "1"}, {"from_the_future", 3}});
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_EQ(ok->version, "1");
+  EXPECT_FALSE(agentInfoFromJson(json{{"version", 1}}).isOk());
+  EXPECT_FALSE(agentInfoFromJson(json{{"netdevs", "eth0"}}).isOk());
+  EXPECT_FALSE(agentInfoFromJson(json::array()).isOk());
+}
+
+TEST(SysfsRdmaDevices, ReadsPortsStatesAndGidTableSizes) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  auto write = [](const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  };
+  const fs::path root = dir.path();
+  for (int i = 0; i < 4; ++i) {
+    write(root / "class/infiniband/rxe0/ports/1/gids" / std::to_string(i), "fe80::\n");
+  }
+  write(root / "class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n");
+  write(root / "class/infiniband/mlx5_0/ports/2/state", "1: DOWN\n");  // no gids directory
+  write(root / "class/infiniband/mlx5_0/ports/1/state", "2: INIT\n");
+  auto devices = sys::makeSysfsRdmaDevices(dir.path())->list();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].name, "mlx5_0");
+  ASSERT_EQ(devices[0].ports.size(), 2u);
+  EXPECT_EQ(devices[0].ports[0].port, 1);
+  EXPECT_EQ(devices[0].ports[0].state, "INIT");
+  EXPECT_EQ(devices[0].ports[1].state, "DOWN");
+  EXPECT_EQ(devices[0].ports[1].gid_table_size, 0);
+  EXPECT_EQ(devices[1].name, "rxe0");
+  EXPECT_EQ(devices[1].ports[0].state, "ACTIVE");
+  EXPECT_EQ(devices[1].ports[0].gid_table_size, 4);
+  EXPECT_TRUE(sys::makeSysfsRdmaDevices(dir.path() + "/nowhere")->list().empty());
+  EXPECT_EQ(sys::rdmaPortStateName("ACTIVE"), "ACTIVE");
+  EXPECT_EQ(sys::rdmaPortStateName(" 4: ACTIVE\n"), "ACTIVE");
 }
 
 TEST(SystemHostProbe, ReadsASysfsTreeAndToleratesGaps) {

@@ -26,19 +26,29 @@ class RecordingInjector : public injectors::Injector {
  public:
   static constexpr const char* kKind = "fake_down";
 
-  injectors::KindInfo info() const override {
-    return {kKind, "takes an interface down (test double)", true, "", "memory"};
+  const injectors::KindSpec& spec() const override {
+    static const injectors::KindSpec spec = [] {
+      injectors::KindSpec s;
+      s.kind = kKind;
+      s.summary = "takes an interface down (test double)";
+      s.resource = "link_state";
+      s.params = {{"down_ms",
+                   injectors::ParamType::kInteger,
+                   "ms",
+                   1,
+                   false,
+                   600000,
+                   {},
+                   false,
+                   nullptr,
+                   "how long"}};
+      return s;
+    }();
+    return spec;
   }
+  injectors::KindInfo info() const override { return {kKind, spec().summary, true, "", "memory"}; }
   core::Status validate(const nlohmann::json& params) const override {
-    if (!params.is_object()) return {core::StatusCode::kInvalidArgument, "params: object"};
-    for (const auto& [key, value] : params.items()) {
-      if (key != "down_ms")
-        return {core::StatusCode::kInvalidArgument, key + ": unknown parameter"};
-      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 600000) {
-        return {core::StatusCode::kInvalidArgument, "down_ms: must be an integer in 1..600000"};
-      }
-    }
-    return core::Status::ok();
+    return injectors::checkParams(spec(), params);
   }
   core::Result<nlohmann::json> capture(const injectors::Fault& fault) override {
     std::lock_guard lock(mu_);
@@ -96,8 +106,7 @@ class RecordingInjector : public injectors::Injector {
 
   // "eth0" or "ns/eth0"
   static std::string name(const injectors::Fault& fault) {
-    return fault.target.netns.empty() ? fault.target.ifname
-                                      : fault.target.netns + "/" + fault.target.ifname;
+    return injectors::describe(fault.target);
   }
 
  private:
@@ -167,8 +176,7 @@ inline injectors::Fault fakeFault(const std::string& ifname, const std::string& 
                                   nlohmann::json params = {{"down_ms", 1000}}) {
   injectors::Fault fault;
   fault.kind = RecordingInjector::kKind;
-  fault.target.netns = netns;
-  fault.target.ifname = ifname;
+  fault.target = injectors::InterfaceTarget{netns, ifname};
   fault.params = std::move(params);
   return fault;
 }

@@ -194,7 +194,7 @@ class GuardedLocalAgent : public ::testing::Test {
   }
 
   static Fault flap(const std::string& netns, const std::string& ifname) {
-    return {"link_flap", {netns, ifname}, {{"down_ms", 1000}}};
+    return {"link_flap", injectors::InterfaceTarget{netns, ifname}, {{"down_ms", 1000}}};
   }
 
   // Every adapter call that could change the system: none may happen for a refused target.
@@ -240,6 +240,33 @@ TEST_F(GuardedLocalAgent, AnInterfaceOffTheAllowlistIsRefusedAndNothingIsTouched
   ASSERT_TRUE(agent->applyFault(flap("fcl-sw0", "p1")).isOk());
   EXPECT_FALSE(links_.link("fcl-sw0", "p1")->admin_up);
   EXPECT_TRUE(links_.link("fcl-extra", "p1")->admin_up);
+}
+
+// The allowlist names interfaces; until fault families for other targets bring their own entries,
+// the embedded agent refuses those targets before any injector runs.
+TEST_F(GuardedLocalAgent, ATargetThatIsNotAnInterfaceIsRefusedAndNothingIsTouched) {
+  std::vector<std::string> allowed{"fcl-sw0/p0"};
+  auto agent = make(&allowed);
+  const int before = mutations();
+  const size_t link_calls = links_.calls().size();
+  const Fault rdma{"link_flap", injectors::RdmaPortTarget{"rxe0", 1, 0}, {{"down_ms", 1000}}};
+  auto capture = agent->captureFault(rdma);
+  ASSERT_FALSE(capture.isOk());
+  EXPECT_EQ(capture.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(capture.status().message(),
+            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent's allowlist has no "
+            "entries for rdma_port targets");
+  EXPECT_EQ(agent->applyFault(rdma).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      agent->checkTarget(injectors::TrafficSetTarget{{{"fcl-sw0", "p0"}}, {{"fcl-sw0", "p0"}}})
+          .code(),
+      StatusCode::kPermissionDenied);
+  // Revert skips the guard (recovery must always work), and the kind itself refuses the type.
+  const Status reverted = agent->revertFault(rdma, nlohmann::json{{"admin_up", true}});
+  EXPECT_EQ(reverted.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reverted.message(), "link_flap acts on an interface, not on an rdma_port");
+  EXPECT_EQ(links_.calls().size(), link_calls);
+  EXPECT_EQ(mutations(), before);
 }
 
 TEST_F(GuardedLocalAgent, AnEmptyAllowlistAllowsNothing) {
@@ -294,17 +321,17 @@ TEST_F(GuardedLocalAgent, RevertIsNeverBlockedSoOlderFaultsAreStillUndone) {
 TEST_F(GuardedLocalAgent, TheListIsReadOnEveryCheckSoANewFabricIsSeenAtOnce) {
   std::vector<std::string> allowed;
   auto agent = make(&allowed);
-  EXPECT_FALSE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+  EXPECT_FALSE(agent->checkTarget(injectors::InterfaceTarget{"fcl-sw0", "p0"}).isOk());
   allowed.push_back("fcl-sw0/p0");
-  EXPECT_TRUE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+  EXPECT_TRUE(agent->checkTarget(injectors::InterfaceTarget{"fcl-sw0", "p0"}).isOk());
   allowed.clear();
-  EXPECT_FALSE(agent->checkTarget({"fcl-sw0", "p0"}).isOk());
+  EXPECT_FALSE(agent->checkTarget(injectors::InterfaceTarget{"fcl-sw0", "p0"}).isOk());
 }
 
 TEST_F(GuardedLocalAgent, WithoutAGuardEverythingIsAllowed) {
   // `fabric-chaos agent`: its AgentService checks --allow before the LocalAgent is called.
   LocalAgent agent(*registry_, launcher_, {});
-  EXPECT_TRUE(agent.checkTarget({"", "eth0"}).isOk());
+  EXPECT_TRUE(agent.checkTarget(injectors::InterfaceTarget{"", "eth0"}).isOk());
   EXPECT_TRUE(agent.applyFault(flap("fcl-extra", "p0")).isOk());
 }
 

@@ -162,6 +162,22 @@ TEST_F(AgentOverHttp, RefusalsAndAuthenticationFailuresAreClearErrors) {
   EXPECT_EQ(injector_->mutations(), 0);
 }
 
+TEST_F(AgentOverHttp, InfoIsTheAgentsOwnReportDecoded) {
+  auto agent = remote();
+  const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto info = agent->info();
+  ASSERT_TRUE(info.isOk()) << info.status().toString();
+  EXPECT_EQ(info->hostname, "vm-test-1") << "the probe's, as the local agent was given none";
+  ASSERT_EQ(info->kinds.size(), 1u);
+  EXPECT_EQ(info->kinds[0].kind, "fake_down");
+  EXPECT_TRUE(info->kinds[0].available);
+  // Same machine, same clock: the agent's sample lies within this call.
+  EXPECT_GE(info->clock.realtime_ns, before);
+  EXPECT_LE(info->clock.realtime_ns - before, 3'000'000'000);
+}
+
 TEST_F(AgentOverHttp, AnUnreachableAgentIsUnavailableAndNamed) {
   // A port nobody listens on: bind one, note it, close it.
   std::string dead_url;
@@ -179,6 +195,9 @@ TEST_F(AgentOverHttp, AnUnreachableAgentIsUnavailableAndNamed) {
   EXPECT_EQ(status.code(), core::StatusCode::kUnavailable);
   EXPECT_NE(status.message().find(dead_url), std::string::npos) << status.message();
   EXPECT_EQ(agent->validateFault("fake_down", {}).code(), core::StatusCode::kUnavailable);
+  auto info = agent->info();
+  ASSERT_FALSE(info.isOk());
+  EXPECT_EQ(info.status().code(), core::StatusCode::kUnavailable);
   RecordingListener listener;
   auto workload = agent->startWorkload({RankSpec{}}, core::steadyNowNs(), &listener);
   ASSERT_FALSE(workload.isOk());

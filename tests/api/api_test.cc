@@ -10,10 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "injectors/model/kind_spec.h"
 #include "scenarios/analysis.h"
+#include "scenarios/engine/fabric_agents.h"
 #include "server/auth/tokens.h"
 #include "server/store/store.h"
 #include "tests/api/api_test_support.h"
+#include "tests/fakes/fake_agent.h"
+#include "tests/fakes/fake_agent_directory.h"
 #include "tests/fakes/fake_kinds.h"
 #include "tests/fakes/fake_random.h"
 #include "tests/fakes/fake_services.h"
@@ -81,7 +85,7 @@ class ApiTest : public testing::ApiFixture {
           {"link_flap", "takes a link down and up", true, "", "netlink"},
           {"packet_loss", "drops a fraction of packets", false, "nftables is missing", "nftables"}};
     };
-    deps.kinds = [] { return fakes::fakeKindCatalog({"link_flap", "packet_loss"}); };
+    deps.kinds = fakes::sameForEveryFabric(fakes::fakeKindCatalog({"link_flap", "packet_loss"}));
     deps.version = "1.2.3";
     deps.default_fabric = "netns-lab";
     return deps;
@@ -172,11 +176,15 @@ TEST_F(ApiTest, Capabilities) {
   json body = parse(response);
   EXPECT_EQ(body["version"], "1.2.3");
   ASSERT_EQ(body["fault_kinds"].size(), 2u);
-  EXPECT_EQ(body["fault_kinds"][0], (json{{"kind", "link_flap"},
-                                          {"description", "takes a link down and up"},
-                                          {"available", true},
-                                          {"reason", ""},
-                                          {"backend", "netlink"}}));
+  json first = body["fault_kinds"][0];
+  // Each kind carries its declaration (injectors/model/kind_spec.h) as the schema.
+  EXPECT_EQ(first["schema"], injectors::toJson(*injectors::findKindSpec("link_flap")));
+  first.erase("schema");
+  EXPECT_EQ(first, (json{{"kind", "link_flap"},
+                         {"description", "takes a link down and up"},
+                         {"available", true},
+                         {"reason", ""},
+                         {"backend", "netlink"}}));
   EXPECT_EQ(body["fault_kinds"][1]["available"], false);
   EXPECT_EQ(body["fault_kinds"][1]["reason"], "nftables is missing");
 }
@@ -193,6 +201,82 @@ TEST_F(ApiTest, Fabrics) {
   EXPECT_EQ(parse(one)["name"], "netns-lab");
 
   expectError(call("GET", "/v1/fabrics/nope"), 404, "NOT_FOUND", "nope");
+}
+
+// GET /v1/fabrics/{name} asks each host's agent (FabricAgents over fake agents) and shows what it
+// said; an agent that does not answer is reported as such, not a failed response. The list asks
+// nobody.
+TEST_F(ApiTest, AFabricShowsEachHostsAgent) {
+  fabric_chaos::testing::FakeAgent guest0;
+  fabric_chaos::testing::FakeAgent guest1;
+  guest0.hostname = "vm0";
+  guest0.version = "0.9.0";
+  guest0.kinds = {{"netem", "", true, "", "netem"}};
+  guest0.netdevs = {{"eth0", "", "up", "52:54:00:00:00:01"}};
+  guest0.rdma_devices = {{"rxe0", {{1, "ACTIVE", 16}}}};
+  guest0.realtime_skew_ns = -2'000'000'000;  // 2 s behind the controller
+  guest1.unreachable = true;
+  fakes::MapAgentDirectory directory;
+  directory.add("http://127.0.0.1:7100", guest0);
+  directory.add("http://127.0.0.1:7101", guest1);
+  scenarios::FabricAgents agents(directory);
+  scenarios::Fabric vm = FakeFabricCatalog::netnsLab(2, "vm-lab");
+  vm.kind = "vm";
+  vm.hosts[0].agent = "http://127.0.0.1:7100";
+  vm.hosts[1].agent = "http://127.0.0.1:7101";
+  fabrics_.add(vm);
+  ApiDeps with_agents = deps();
+  with_agents.fabric_agents = [&agents](const scenarios::Fabric& fabric) {
+    return agents.describe(fabric);
+  };
+  api_ = std::make_unique<Api>(with_agents);
+
+  Response list = call("GET", "/v1/fabrics");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(guest0.infoCalls() + guest1.infoCalls(), 0) << "the list stays cheap";
+  const json listed = parse(list);
+  for (const json& fabric : listed["fabrics"]) {
+    EXPECT_TRUE(fabric["hosts"][0]["agent"].is_string()) << fabric.dump();
+  }
+
+  Response one = call("GET", "/v1/fabrics/vm-lab");
+  ASSERT_EQ(one.status, 200) << one.body;
+  json hosts = parse(one)["hosts"];
+  ASSERT_EQ(hosts.size(), 2u);
+  const json& up = hosts[0]["agent"];
+  EXPECT_EQ(up["name"], "http://127.0.0.1:7100");
+  EXPECT_EQ(up["reachable"], true);
+  EXPECT_EQ(up["version"], "0.9.0");
+  EXPECT_EQ(up["hostname"], "vm0");
+  EXPECT_NEAR(up["clock_offset_ms"].get<double>(), 2000, 100);
+  EXPECT_EQ(up["kinds"],
+            json::parse(R"([{"kind":"netem","available":true,"reason":"","backend":"netem"}])"));
+  EXPECT_EQ(up["netdevs"], json::parse(R"([{"name":"eth0","netns":"","operstate":"up",
+                                             "mac":"52:54:00:00:00:01"}])"));
+  EXPECT_EQ(up["rdma_devices"], json::parse(R"([{"name":"rxe0","ports":[
+                                             {"port":1,"state":"ACTIVE","gid_table_size":16}]}])"));
+  const json& down = hosts[1]["agent"];
+  EXPECT_EQ(down["name"], "http://127.0.0.1:7101");
+  EXPECT_EQ(down["reachable"], false);
+  EXPECT_THAT(down["error"].get<std::string>(), HasSubstr("unreachable"));
+  EXPECT_FALSE(down.contains("kinds"));
+}
+
+// Validation asks the fabric's agents: one that cannot be asked is a 503 naming the host, for a
+// run, a stored scenario's validation and a new scenario alike.
+TEST_F(ApiTest, AnAgentThatCannotBeAskedIsA503NamingTheHost) {
+  ApiDeps down = deps();
+  down.kinds = [](const scenarios::Fabric& fabric) -> core::Result<scenarios::KindCatalog> {
+    return Status(StatusCode::kUnavailable,
+                  "cannot validate against fabric " + fabric.name + ": host h1 did not answer");
+  };
+  api_ = std::make_unique<Api>(down);
+  expectError(call("POST", "/v1/runs", json{{"scenario", "my-loss"}}), 503, "UNAVAILABLE",
+              "host h1");
+  expectError(call("POST", "/v1/scenarios/validate", json{{"scenario", lossScenario("x")}}), 503,
+              "UNAVAILABLE", "host h1");
+  expectError(call("PUT", "/v1/scenarios/new-loss", lossScenario("new-loss")), 503, "UNAVAILABLE",
+              "host h1");
 }
 
 // --- scenarios --------------------------------------------------------------------------------

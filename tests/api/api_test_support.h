@@ -33,7 +33,10 @@ inline json flapScenario(const std::string& name) {
 
 // Only link_flap is known, and any params are accepted: for tests about the handlers rather than
 // about parameter validation.
-inline scenarios::KindCatalog linkFlapKinds() { return fakes::fakeKindCatalog({"link_flap"}); }
+// ApiDeps::kinds for every fabric: link_flap only.
+inline scenarios::KindCatalog linkFlapKinds(const scenarios::Fabric&) {
+  return fakes::fakeKindCatalog({"link_flap"});
+}
 
 // The body is {"error": {"code": code, "message": "...message_part..."}} with this HTTP status.
 inline void expectError(const Response& response, int status, const std::string& code,

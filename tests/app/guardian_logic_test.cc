@@ -466,7 +466,8 @@ class GuardianRecovery : public ::testing::Test {
     ASSERT_TRUE(run.isOk());
     run_ = *run;
     ASSERT_TRUE(store_->setRunState(run_, "injecting").isOk());
-    injectors::Fault fault{"link_flap", {"fcl-sw0", "p1"}, {{"down_ms", 20000}}};
+    injectors::Fault fault{
+        "link_flap", injectors::InterfaceTarget{"fcl-sw0", "p1"}, {{"down_ms", 20000}}};
     auto entry = store_->journalIntent(run_, injectors::toJson(fault), {{"admin_up", true}});
     ASSERT_TRUE(entry.isOk());
     ASSERT_TRUE(store_->journalMark(*entry, "applied").isOk());

@@ -1,8 +1,10 @@
 // Browser tier (issue 5): Debian's chromium, driven by playwright-core, against `fabric-chaos serve
 // --with-lab 2` and the built dashboard (web/dist). One run is started from the UI and watched live,
-// a second and third through the API for the compare view and the viewer check. Screenshots go to
-// $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites (root, chromium,
-// web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
+// a second and third through the API for the compare view and the viewer check. The Faults page
+// (issue 9) is checked with a fault left behind by a finished run (reverted with "Revert now", the
+// kernel and the journal as witnesses) and with a running run's fault (offered as an abort).
+// Screenshots go to $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites
+// (root, chromium, sqlite3, web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
 // Run by ctest (tests/browser/CMakeLists.txt) with FC_BINARY and FC_SOURCE_DIR set.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +20,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const kChromium = process.env.FC_CHROMIUM || '/usr/bin/chromium';
+const kSqlite3 = process.env.FC_SQLITE3 || '/usr/bin/sqlite3';
+// The namespace lab's switch and h1's / h0's ports on it (README: host hN is cabled to pN of br0).
+const kSwitchNs = 'fcl-sw0';
 const kViewport = { width: 1280, height: 800 };
 const kScenario = 'browser-flap';
 const kInProgress = new Set(['queued', 'preparing', 'baseline', 'injecting', 'recovering', 'analysing']);
@@ -52,6 +57,7 @@ function missingPrerequisites() {
   if (!binary || !existsSync(binary)) missing.push(`FC_BINARY (${binary || 'unset'}): build the fabric-chaos target`);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) missing.push('root (the namespace lab needs it)');
   if (!existsSync(kChromium)) missing.push(`chromium at ${kChromium}: apt-get install chromium (deploy/install-deps.sh)`);
+  if (!existsSync(kSqlite3)) missing.push(`the sqlite3 CLI at ${kSqlite3}: apt-get install sqlite3 (deploy/install-deps.sh)`);
   if (!existsSync(join(sourceDir, 'web', 'node_modules', 'playwright-core'))) {
     missing.push(`web/node_modules/playwright-core: run (cd ${join(sourceDir, 'web')} && npm ci && npm run build)`);
   }
@@ -111,7 +117,8 @@ function hexToRgb(hex) {
 const ctx = {
   tmp: null, port: 0, base: '', serve: null, serveExit: null, serveLog: '', adminToken: '',
   fabric: '', browser: null, page: null, consoleErrors: [], requests: [], loads: 0,
-  runUi: 0, runApi: 0, runViewer: 0, viewerToken: '', shots: [], timings: [],
+  runUi: 0, runApi: 0, runViewer: 0, viewerToken: '', operatorToken: '', leftFault: 0, runOwner: 0,
+  shots: [], timings: [],
 };
 
 async function api(method, path, body, token = ctx.adminToken) {
@@ -242,6 +249,25 @@ async function emergencyStop(why) {
 }
 setTimeout(() => emergencyStop(`watchdog: the test ran longer than ${kWatchdogMs / 1000} s`), kWatchdogMs).unref();
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.once(signal, () => emergencyStop(`got ${signal}`));
+
+// --- the fabric and the journal as seen from outside serve ---------------------------------------
+function run(cmd, args) {
+  const out = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${out.status}: ${out.stderr}`);
+  return out.stdout;
+}
+
+// The kernel's word on a port: administratively up (IFF_UP), and its operstate.
+function portState(ifname) {
+  const [link] = JSON.parse(run('ip', ['-n', kSwitchNs, '-j', 'link', 'show', 'dev', ifname]));
+  return { up: (link.flags || []).includes('UP'), operstate: link.operstate };
+}
+
+// serve's database, read and written by the sqlite3 CLI (WAL: fine while serve has it open).
+function sqlite(sql) {
+  return run(kSqlite3, ['-batch', '-cmd', '.timeout 10000', join(ctx.tmp, 'db'), sql]).trim();
+}
+const sqlText = (value) => `'${String(value).replace(/'/g, "''")}'`;
 
 // --- page helpers --------------------------------------------------------------------------------
 const tid = (id) => `[data-testid="${id}"]`;
@@ -430,6 +456,18 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await checkPage('scenarios');
     await page.click(`${tid('scenario-row')}[data-name="${kScenario}"] ${tid('scenario-link')}`);
     await page.waitForSelector(tid('validation-ok'));
+    // Beside the editor, every kind with its parameters as the server declares them: the table
+    // shows what GET /v1/capabilities says, read here independently.
+    const capabilities = await api('GET', '/v1/capabilities');
+    const declared = capabilities.fault_kinds.find((k) => k.kind === 'link_flap').schema.params;
+    const downMs = declared.find((p) => p.name === 'down_ms');
+    const row = `${tid('kind-reference-kind')}[data-kind="link_flap"] ${tid('kind-param')}[data-param="down_ms"]`;
+    await page.click(`${tid('kind-reference-kind')}[data-kind="link_flap"] summary`);
+    await page.waitForSelector(row);
+    assert.equal((await page.textContent(`${row} ${tid('kind-param-range')}`)).trim(), `${downMs.min}..${downMs.max}`);
+    assert.equal(await page.locator(`${tid('kind-reference-kind')}[data-kind="link_flap"] ${tid('kind-param')}`).count(),
+      declared.length, 'one row per declared parameter');
+    assert.equal(await page.locator(tid('kind-reference-kind')).count(), capabilities.fault_kinds.length);
     const editor = page.locator(tid('scenario-editor'));
     await editor.fill((await editor.inputValue()).replace('"link_flap"', '"meteor"'));
     await page.waitForSelector(tid('validation-error'));
@@ -653,5 +691,125 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.waitForSelector(tid('run-stop'));
     assert.match(await page.textContent(tid('run-stop')), /abort_request/);
     await checkPage('viewer-run-aborted');
+  }, 90000);
+
+  // A fault in force that no running run owns. serve reads the journal only at start-up (to
+  // revert what it lists), so the way to get one into a live serve without breaking anything is
+  // what a run does before it applies a fault, done by hand: journal it, then apply it. The row
+  // goes into serve's own database through the sqlite3 CLI (same JSON shapes as the engine's
+  // journalIntent: the fault document, and link_flap's capture() as the prior state), tied to the
+  // run the viewer step aborted, i.e. exactly "a fault a run left behind"; then h1's switch port
+  // is taken down with ip(8), as link_flap's apply() does.
+  step('faults page (viewer): a fault a finished run left behind is listed, without a revert control', async () => {
+    const { page } = ctx;
+    const owner = await waitForRunFinal(ctx.runViewer, 30000);
+    assert.deepEqual((await api('GET', '/v1/faults')).faults, [], 'faults in force before the test made one');
+    const before = portState('p1');
+    assert.ok(before.up, `${kSwitchNs}/p1 is not up before the test: ${JSON.stringify(before)}`);
+    const fault = { kind: 'link_flap', target: { netns: kSwitchNs, ifname: 'p1' }, params: { down_ms: 60000 } };
+    const intentMs = Date.now();
+    ctx.leftFault = Number(sqlite('INSERT INTO journal (run_id, fault, prior, state, intent_ms) VALUES ' +
+      `(${ctx.runViewer}, ${sqlText(JSON.stringify(fault))}, ${sqlText(JSON.stringify({ admin_up: true }))}, ` +
+      `'intent', ${intentMs}); SELECT last_insert_rowid();`));
+    assert.ok(ctx.leftFault > 0, 'no journal row id');
+    run('ip', ['-n', kSwitchNs, 'link', 'set', 'dev', 'p1', 'down']);
+    sqlite(`UPDATE journal SET state = 'applied' WHERE id = ${ctx.leftFault}`);
+    assert.equal(portState('p1').up, false, 'p1 is still up after ip link set down');
+
+    const { faults } = await api('GET', '/v1/faults');
+    assert.equal(faults.length, 1, `GET /v1/faults: ${JSON.stringify(faults)}`);
+    const [f] = faults;
+    assert.equal(f.id, ctx.leftFault);
+    assert.equal(f.kind, 'link_flap');
+    assert.deepEqual(f.target, fault.target);
+    assert.equal(f.state, 'applied');
+    assert.equal(f.run_id, ctx.runViewer);
+    assert.equal(f.run_state, owner.state);
+    assert.equal(f.owned_by_running_run, false);
+
+    await page.click('nav a[data-nav="faults"]');
+    const row = page.locator(`${tid('fault-row')}[data-fault-id="${ctx.leftFault}"]`);
+    await row.waitFor();
+    assert.equal(await page.locator(tid('fault-row')).count(), 1);
+    assert.equal((await row.locator(tid('fault-kind')).textContent()).trim(), 'link_flap');
+    assert.equal((await row.locator(tid('fault-target')).textContent()).trim(), `${kSwitchNs} / p1`);
+    assert.equal((await row.locator(tid('fault-agent')).textContent()).trim(), 'local');
+    assert.equal((await row.locator(tid('fault-state')).textContent()).trim(), 'applied');
+    assert.equal(await row.locator(tid('fault-owner-link')).getAttribute('href'), `#/runs/${ctx.runViewer}`);
+    assert.equal((await row.locator(tid('fault-owner-state')).textContent()).trim(), owner.state);
+    assert.match(await row.locator(tid('fault-age')).textContent(), /^\d+ s$|^\d+ min \d+ s$/);
+    assert.equal(await page.locator(tid('revert-button')).count(), 0, 'a viewer sees "Revert now"');
+    assert.equal(await page.locator(tid('abort-owner-button')).count(), 0, 'a viewer sees an abort button');
+    assert.ok(await page.locator(tid('faults-viewer-note')).isVisible(), 'no note tells the viewer why there is no control');
+    // The page refreshes by itself (every 2 s): the age moves on without a reload.
+    const requestsBefore = ctx.requests.filter((u) => u.endsWith('/v1/faults')).length;
+    await sleep(2500);
+    const polls = ctx.requests.filter((u) => u.endsWith('/v1/faults')).length - requestsBefore;
+    assert.ok(polls >= 1, `the Faults page did not refresh in 2.5 s (${polls} requests)`);
+    await checkPage('faults-viewer');
+  });
+
+  step('faults page (operator): "Revert now" brings the port back up', async () => {
+    const { page } = ctx;
+    const created = await api('POST', '/v1/tokens', { name: 'browser-operator', role: 'operator' });
+    assert.equal(created.role, 'operator');
+    ctx.operatorToken = created.token;
+    await page.click(tid('logout'));
+    await page.waitForSelector(tid('login-form'));
+    await login(ctx.operatorToken);
+    assert.equal((await page.textContent(tid('role'))).trim(), 'operator');
+    await page.click('nav a[data-nav="faults"]');
+    const row = page.locator(`${tid('fault-row')}[data-fault-id="${ctx.leftFault}"]`);
+    const button = row.locator(tid('revert-button'));
+    await button.waitFor();
+    assert.ok(await button.isEnabled(), '"Revert now" is disabled for a fault no running run owns');
+    assert.equal(await page.locator(tid('faults-viewer-note')).count(), 0);
+    await checkPage('faults-operator');
+
+    await button.click();
+    await page.waitForSelector(tid('faults-empty'), { timeout: 15000 });
+    assert.match(await page.textContent(tid('faults-empty')), /No faults in force on the fabric/);
+    assert.match(await page.textContent(tid('fault-action-message')), new RegExp(`Reverted fault #${ctx.leftFault}`));
+    assert.equal(await page.locator(tid('fault-action-error')).count(), 0);
+    // Witnesses that are not the page: the kernel, the journal row, the API.
+    const after = portState('p1');
+    assert.ok(after.up, `${kSwitchNs}/p1 is still down after "Revert now": ${JSON.stringify(after)}`);
+    console.log(`# fault ${ctx.leftFault} reverted from the page: ${kSwitchNs}/p1 ${JSON.stringify(after)}`);
+    assert.equal(sqlite(`SELECT state FROM journal WHERE id = ${ctx.leftFault}`), 'reverted');
+    assert.deepEqual((await api('GET', '/v1/faults')).faults, []);
+    await checkPage('faults-reverted');
+  });
+
+  step('faults page (operator): a running run\'s fault offers aborting the run instead', async () => {
+    const { page } = ctx;
+    const doc = { ...kScenarioDoc, name: `${kScenario}-hold`, baseline_ms: 1000, recovery_ms: 500,
+      max_duration_ms: 120000,
+      steps: [{ kind: 'link_flap', target: { host: 'h0', side: 'switch' }, at_ms: 0, params: { down_ms: 60000 } }] };
+    ctx.runOwner = (await api('POST', '/v1/runs', { scenario: doc, fabric: ctx.fabric })).id;
+    let f = null;
+    for (const deadline = Date.now() + 60000; !f; await sleep(200)) {
+      f = (await api('GET', '/v1/faults')).faults.find((x) => x.run_id === ctx.runOwner && x.state === 'applied');
+      if (!f && Date.now() > deadline) throw new Error(`run ${ctx.runOwner} applied no fault in 60 s`);
+    }
+    assert.equal(f.owned_by_running_run, true, JSON.stringify(f));
+    assert.equal(portState(f.target.ifname).up, false, `the run's fault is not in force: ${JSON.stringify(f)}`);
+    const row = page.locator(`${tid('fault-row')}[data-fault-id="${f.id}"][data-owned="true"]`);
+    await row.waitFor({ timeout: 10000 });
+    assert.equal(await row.getAttribute('data-kind'), 'link_flap');
+    assert.equal((await row.locator(tid('fault-owner-link')).textContent()).trim(), `#${ctx.runOwner}`);
+    assert.ok(await row.locator(tid('revert-button')).isDisabled(), '"Revert now" is enabled on a running run\'s fault');
+    assert.match(await row.locator(tid('fault-owned-note')).textContent(), new RegExp(`run #${ctx.runOwner} is running`));
+    const abort = row.locator(tid('abort-owner-button'));
+    assert.equal((await abort.textContent()).trim(), `Abort run #${ctx.runOwner}`);
+    await checkPage('faults-owned-by-running-run');
+
+    page.once('dialog', (d) => d.accept());
+    await abort.click();
+    await page.waitForSelector(tid('faults-empty'), { timeout: 30000 });
+    assert.match(await page.textContent(tid('fault-action-message')), new RegExp(`Abort of run #${ctx.runOwner} requested`));
+    const ended = await waitForRunFinal(ctx.runOwner, 30000);
+    assert.equal(ended.state, 'aborted');
+    assert.ok(portState(f.target.ifname).up, `${kSwitchNs}/${f.target.ifname} still down after the abort`);
+    await checkPage('faults-after-abort');
   }, 90000);
 });

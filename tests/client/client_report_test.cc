@@ -79,8 +79,8 @@ XmlNode parseJunit(const std::string& xml) {
   return *root;
 }
 
-// The schema check: xmllint is installed by deploy/install-deps.sh (libxml2-utils); in CI its
-// absence is a failure, elsewhere the structural checks above still ran.
+// The schema check: xmllint is installed by deploy/install-deps.sh (libxml2-utils). Without it
+// the test fails in CI and is skipped elsewhere, saying so (the structural checks above still ran).
 void expectSchemaValid(const std::string& xml) {
   const std::string xsd = std::string(FC_SOURCE_DIR_FALLBACK) + "/tests/client/junit.xsd";
   const char* source = std::getenv("FC_SOURCE_DIR");
@@ -98,8 +98,10 @@ void expectSchemaValid(const std::string& xml) {
     if (ci != nullptr && std::string(ci) == "true") {
       ADD_FAILURE() << "xmllint is missing (apt-get install libxml2-utils): the JUnit schema "
                        "check cannot run";
+      return;
     }
-    return;
+    GTEST_SKIP() << "xmllint is missing (apt-get install libxml2-utils): the JUnit schema check "
+                    "did not run";
   }
   EXPECT_TRUE(check.valid) << check.output << "\n" << xml;
 }

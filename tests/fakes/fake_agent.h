@@ -2,10 +2,14 @@
 // An in-memory Agent for engine tests. Its workload is a thread per rank that emits one sample
 // every `period_ms`; while any fault is applied, iterations take `faulted_duration_ms` instead of
 // `clean_duration_ms`, so the engine sees a real degradation and recovery. Faults can be told to
-// fail on the Nth apply. Thread-safe.
+// fail on the Nth apply and reverts on the Nth revert. capture() reports whether the target is
+// faulted right now and revert() restores exactly that, as the real injectors do, so a revert
+// with a prior captured mid-fault leaves the fault in place. Thread-safe.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -14,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "core/clock.h"
+#include "tests/fakes/fail_schedule.h"
 
 namespace fabric_chaos::testing {
 
@@ -23,23 +28,82 @@ class FakeAgent : public agent::Agent {
   double faulted_duration_ms = 40;
   int period_ms = 5;
   int fail_apply_on_call = 0;  // 1-based; 0 = never
+  // > 0: each apply waits (at most 2 s) until this many applies are in progress at once, so a
+  // test can tell whether an instant's faults were sent together; maxApplyConcurrency() says.
+  int apply_barrier = 0;
   bool rank_dies_after_first_apply = false;
 
-  std::vector<injectors::KindInfo> capabilities() override {
-    return {{"link_flap", "fake link flap", true, "", "fake"},
-            {"packet_loss", "fake loss", true, "", "fake-nftables"}};
+  // Schedules revert call n (1-based, counted over the agent's life) to fail.
+  void failRevertOn(int n, const std::string& message = "injected revert failure") {
+    std::lock_guard lock(mu_);
+    revert_failures_.failOn(n, core::Status(core::StatusCode::kUnavailable, message));
   }
+  // Every revert succeeds from now on.
+  void stopFailingReverts() {
+    std::lock_guard lock(mu_);
+    revert_failures_ = fakes::FailSchedule();
+  }
+
+  // What info() and capabilities() report; set before the agent is shared with other threads.
+  std::vector<injectors::KindInfo> kinds = {
+      {"link_flap", "fake link flap", true, "", "fake"},
+      {"packet_loss", "fake loss", true, "", "fake-nftables"}};
+  std::vector<agent::AgentNetdev> netdevs;
+  std::vector<sys::RdmaDevice> rdma_devices;
+  std::string hostname = "fake-host";
+  std::string version = "fake-1";
+  int64_t realtime_skew_ns = 0;  // added to the real wall clock in info()'s clock sample
+  // info() and validateFault fail with kUnavailable, as a remote agent that does not answer.
+  std::atomic<bool> unreachable{false};
+
+  core::Result<agent::AgentInfo> info() override {
+    info_calls_++;
+    if (unreachable) {
+      return core::Status(core::StatusCode::kUnavailable, "agent unreachable: connection refused");
+    }
+    agent::AgentInfo out;
+    out.version = version;
+    out.hostname = hostname;
+    out.kinds = kinds;
+    out.netdevs = netdevs;
+    out.rdma_devices = rdma_devices;
+    out.clock.steady_ns = core::steadyNowNs();
+    out.clock.realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count() +
+                            realtime_skew_ns;
+    return out;
+  }
+  int infoCalls() const { return info_calls_; }
+  int validateCalls() const { return validate_calls_; }
+
+  std::vector<injectors::KindInfo> capabilities() override { return kinds; }
   core::Status validateFault(const std::string& kind, const nlohmann::json&) override {
-    if (kind == "link_flap" || kind == "packet_loss") return core::Status::ok();
+    validate_calls_++;
+    if (unreachable) {
+      return core::Status(core::StatusCode::kUnavailable, "agent unreachable: connection refused");
+    }
+    for (const auto& info : kinds) {
+      if (info.kind == kind) return core::Status::ok();
+    }
     return core::Status(core::StatusCode::kInvalidArgument, "unknown fault kind " + kind);
   }
-  core::Result<nlohmann::json> captureFault(const injectors::Fault&) override {
-    return nlohmann::json{{"admin_up", true}};
+  core::Result<nlohmann::json> captureFault(const injectors::Fault& fault) override {
+    std::lock_guard lock(mu_);
+    return nlohmann::json{{"admin_up", active_.count(key(fault)) == 0}};
   }
   core::Status applyFault(const injectors::Fault& fault) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    ++in_flight_;
+    max_in_flight_ = std::max(max_in_flight_, in_flight_);
+    barrier_cv_.notify_all();
+    if (apply_barrier > 0) {
+      barrier_cv_.wait_for(lock, std::chrono::seconds(2),
+                           [&] { return max_in_flight_ >= apply_barrier; });
+    }
+    --in_flight_;
     ++apply_calls_;
-    log_.push_back("apply " + fault.target.ifname);
+    log_.push_back("apply " + ifnameOf(fault));
     if (fail_apply_on_call == apply_calls_) {
       // Half-applied: the fault is partly in place when the error comes back.
       active_.insert(key(fault));
@@ -49,10 +113,19 @@ class FakeAgent : public agent::Agent {
     if (rank_dies_after_first_apply) kill_rank_ = true;
     return core::Status::ok();
   }
-  core::Status revertFault(const injectors::Fault& fault, const nlohmann::json&) override {
+  core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) override {
     std::lock_guard lock(mu_);
-    log_.push_back("revert " + fault.target.ifname);
-    active_.erase(key(fault));
+    if (auto failure = revert_failures_.next()) {
+      log_.push_back("revert-failed " + ifnameOf(fault));
+      return *failure;
+    }
+    log_.push_back("revert " + ifnameOf(fault));
+    // Restores what capture() saw: a prior taken while faulted puts the fault back.
+    if (prior.is_object() && prior.value("admin_up", true) == false) {
+      active_.insert(key(fault));
+    } else {
+      active_.erase(key(fault));
+    }
     return core::Status::ok();
   }
   core::Result<nlohmann::json> observeFault(const injectors::Fault&) override {
@@ -70,6 +143,10 @@ class FakeAgent : public agent::Agent {
         std::make_unique<Workload>(*this, ranks, origin_ns, listener));
   }
 
+  int maxApplyConcurrency() {
+    std::lock_guard lock(mu_);
+    return max_in_flight_;
+  }
   size_t activeFaults() {
     std::lock_guard lock(mu_);
     return active_.size();
@@ -84,8 +161,11 @@ class FakeAgent : public agent::Agent {
   }
 
  private:
-  static std::string key(const injectors::Fault& f) {
-    return f.kind + "/" + f.target.netns + "/" + f.target.ifname;
+  static std::string key(const injectors::Fault& f) { return injectors::faultKey(f); }
+  // The log names interfaces by their ifname, which is what the tests' scenarios target.
+  static std::string ifnameOf(const injectors::Fault& f) {
+    const injectors::InterfaceTarget* interface = injectors::interfaceOf(f.target);
+    return interface != nullptr ? interface->ifname : injectors::describe(f.target);
   }
 
   class Workload : public agent::WorkloadHandle {
@@ -137,7 +217,13 @@ class FakeAgent : public agent::Agent {
     std::vector<std::thread> threads_;
   };
 
+  std::atomic<int> info_calls_{0};
+  std::atomic<int> validate_calls_{0};
   std::mutex mu_;
+  fakes::FailSchedule revert_failures_;
+  std::condition_variable barrier_cv_;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
   int apply_calls_ = 0;
   bool kill_rank_ = false;
   std::set<std::string> active_;

@@ -30,4 +30,11 @@ inline scenarios::KindCatalog fakeKindCatalog(std::vector<std::string> kinds) {
   return catalog;
 }
 
+// The same catalog whatever the fabric: for tests that do not exercise per-fabric agents.
+inline scenarios::KindCatalogFor sameForEveryFabric(scenarios::KindCatalog catalog) {
+  return [catalog = std::move(catalog)](const scenarios::Fabric&) {
+    return core::Result<scenarios::KindCatalog>(catalog);
+  };
+}
+
 }  // namespace fabric_chaos::fakes

@@ -59,6 +59,16 @@ core::Result<sys::LinkInfo> FakeLinks::getLink(const std::string& netns,
   return it->second;
 }
 
+core::Result<std::vector<sys::LinkInfo>> FakeLinks::listLinks(const std::string& netns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back("listLinks " + netns);
+  std::vector<sys::LinkInfo> out;
+  for (const auto& [key, info] : links_) {
+    if (key.first == netns) out.push_back(info);  // the map is ordered by (netns, ifname)
+  }
+  return out;
+}
+
 core::Status FakeLinks::setAdminUp(const std::string& netns, const std::string& ifname, bool up) {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.push_back("setAdminUp " + netns + "/" + ifname + (up ? " up" : " down"));

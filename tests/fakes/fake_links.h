@@ -25,11 +25,13 @@ class FakeLinks : public sys::LinkControl {
   // The nth setAdminUp call (1-based) fails with status and changes nothing.
   void failOnCall(int n, core::Status status);
   int mutatingCalls() const;
-  // "getLink ns/if", "setAdminUp ns/if up|down"
+  // "getLink ns/if", "setAdminUp ns/if up|down", "listLinks ns"
   std::vector<std::string> calls() const;
 
   core::Result<sys::LinkInfo> getLink(const std::string& netns, const std::string& ifname) override;
   core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) override;
+  // Every link added in netns, sorted by name; an unknown namespace is an empty list.
+  core::Result<std::vector<sys::LinkInfo>> listLinks(const std::string& netns) override;
 
  private:
   using Key = std::pair<std::string, std::string>;

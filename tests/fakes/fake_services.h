@@ -194,4 +194,41 @@ class FakeFabricCatalog : public scenarios::FabricCatalog {
   FailSchedule get_failures_;
 };
 
+// Records revertNow calls and answers them as told (OK by default); runs listed with
+// setRunning() own their faults.
+class FakeFaultService : public scenarios::FaultService {
+ public:
+  void setRevertResult(int64_t journal_id, core::Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_[journal_id] = std::move(status);
+  }
+  void setRunning(int64_t run_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.push_back(run_id);
+  }
+  std::vector<int64_t> revertCalls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  core::Status revertNow(int64_t journal_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(journal_id);
+    auto it = results_.find(journal_id);
+    return it == results_.end() ? core::Status::ok() : it->second;
+  }
+  bool ownedByRunningRun(int64_t run_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int64_t id : running_) {
+      if (id == run_id) return true;
+    }
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int64_t, core::Status> results_;
+  std::vector<int64_t> running_;
+  std::vector<int64_t> calls_;
+};
+
 }  // namespace fabric_chaos::fakes

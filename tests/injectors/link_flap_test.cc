@@ -14,7 +14,7 @@ class LinkFlapTest : public ::testing::Test {
   void SetUp() override { links_.addLink("h1", {"eth0", 0, true, true, ""}); }
 
   Fault fault(const std::string& ifname = "eth0") {
-    return Fault{"link_flap", {"h1", ifname}, json{{"down_ms", 500}}};
+    return Fault{"link_flap", InterfaceTarget{"h1", ifname}, json{{"down_ms", 500}}};
   }
 
   fakes::FakeLinks links_;
@@ -137,9 +137,33 @@ TEST_F(LinkFlapTest, FailuresCarryCodeAndContext) {
 }
 
 TEST_F(LinkFlapTest, EmptyTargetIsRejected) {
-  Fault bad{"link_flap", {"h1", ""}, json{{"down_ms", 5}}};
+  Fault bad{"link_flap", InterfaceTarget{"h1", ""}, json{{"down_ms", 5}}};
   EXPECT_EQ(flap_.apply(bad).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(flap_.capture(bad).status().message(), "target.ifname: required");
+}
+
+// A target of another type never reaches netlink: the kind refuses it in every call, naming
+// itself and the type, so a scenario or journal entry of the wrong shape cannot touch a link.
+TEST_F(LinkFlapTest, RefusesTargetsThatAreNotInterfacesWithoutTouchingTheSystem) {
+  // Each target type that is not an interface, and how the refusal names it.
+  const std::vector<std::pair<Target, std::string>> others = {
+      {RdmaPortTarget{"rxe0", 1, 0}, "an rdma_port"},
+      {SubnetManagerTarget{"0x2c9", ""}, "a subnet_manager"},
+      {ProcessTarget{1234, std::nullopt}, "a process"},
+      {TrafficSetTarget{{{"h1", "eth0"}}, {{"h2", "eth0"}}}, "a traffic_set"},
+  };
+  for (const auto& [target, type] : others) {
+    SCOPED_TRACE(type);
+    const Fault other{"link_flap", target, json{{"down_ms", 500}}};
+    const std::string expected = "link_flap acts on an interface, not on " + type;
+    EXPECT_EQ(flap_.capture(other).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(flap_.capture(other).status().message(), expected);
+    EXPECT_EQ(flap_.apply(other).message(), expected);
+    EXPECT_EQ(flap_.revert(other, json{{"admin_up", false}}).message(), expected);
+    EXPECT_EQ(flap_.observe(other).status().message(), expected);
+  }
+  EXPECT_TRUE(links_.calls().empty());
+  EXPECT_TRUE(links_.link("h1", "eth0")->admin_up);
 }
 
 }  // namespace

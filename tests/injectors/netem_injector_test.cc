@@ -20,7 +20,7 @@ using Log = std::vector<std::string>;
 constexpr uint16_t kOptions = 2;  // TCA_OPTIONS
 
 Fault netemFault(json params, const std::string& ifname = "veth-h1") {
-  return Fault{"netem", {"h1", ifname}, std::move(params)};
+  return Fault{"netem", InterfaceTarget{"h1", ifname}, std::move(params)};
 }
 
 // What `tc qdisc add dev X root handle 1: tbf rate 100mbit burst 32kb latency 50ms` leaves:
@@ -47,7 +47,7 @@ TEST_F(NetemInjectorTest, Info) {
   EXPECT_TRUE(info.available);
   EXPECT_EQ(info.backend, "netem");
   EXPECT_EQ(info.reason, "");
-  EXPECT_NE(info.description.find("Gilbert-Elliott"), std::string::npos);
+  EXPECT_NE(info.description.find("netem qdisc"), std::string::npos);
 
   Netem missing(&qdiscs_, false, "sch_netem is not in this kernel");
   EXPECT_FALSE(missing.info().available);
@@ -301,6 +301,30 @@ TEST_F(NetemInjectorTest, TargetIsRequired) {
   EXPECT_EQ(netem_.apply(fault).message(), "target.ifname: required");
   EXPECT_EQ(netem_.revert(fault, json()).message(), "target.ifname: required");
   EXPECT_EQ(netem_.observe(fault).status().message(), "target.ifname: required");
+}
+
+// A target of another type never reaches the qdisc adapter, in any call.
+TEST_F(NetemInjectorTest, RefusesTargetsThatAreNotInterfacesWithoutTouchingTheSystem) {
+  // Each target type that is not an interface, and how the refusal names it.
+  const std::vector<std::pair<Target, std::string>> others = {
+      {RdmaPortTarget{"rxe0", 1, 0}, "an rdma_port"},
+      {SubnetManagerTarget{"0x2c9", ""}, "a subnet_manager"},
+      {ProcessTarget{1234, std::nullopt}, "a process"},
+      {TrafficSetTarget{{{"h1", "veth-h1"}}, {{"h2", "eth0"}}}, "a traffic_set"},
+  };
+  for (const auto& [target, type] : others) {
+    SCOPED_TRACE(type);
+    const Fault other{"netem", target, json{{"delay_ms", 1}}};
+    const std::string expected = "netem acts on an interface, not on " + type;
+    EXPECT_EQ(netem_.capture(other).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(netem_.capture(other).status().message(), expected);
+    EXPECT_EQ(netem_.apply(other).message(), expected);
+    EXPECT_EQ(netem_.revert(other, json()).message(), expected);
+    EXPECT_EQ(netem_.observe(other).status().message(), expected);
+  }
+  EXPECT_EQ(qdiscs_.mutatingCalls(), 0);
+  EXPECT_TRUE(qdiscs_.log().empty());
+  EXPECT_FALSE(rootNow().has_value());
 }
 
 TEST_F(NetemInjectorTest, ObserveDecodesGilbertElliott) {

@@ -34,8 +34,7 @@ TEST(DescribeLab, RoundTripsThroughTheFabricCodec) {
   auto targets =
       scenarios::resolveTargets(scenarios::TargetSelector{"h2", "", {}, "switch"}, parsed.value());
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
-  EXPECT_EQ(targets->at(0).netns, "fcl-sw0");
-  EXPECT_EQ(targets->at(0).ifname, "p2");
+  EXPECT_EQ(targets->at(0).target, injectors::Target(injectors::InterfaceTarget{"fcl-sw0", "p2"}));
 }
 
 }  // namespace

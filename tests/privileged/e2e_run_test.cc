@@ -45,7 +45,7 @@ TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {
          {"target", {{"host", "h1"}, {"side", "switch"}}},
          {"at_ms", 0},
          {"params", {{"down_ms", 1000}, {"up_ms", 1000}, {"count", 2}}}}}},
-      {"recovery_ms", 4000},
+      {"recovery_ms", 6000},
       {"gates", {{"require_survival", true}}}};
 
   LinkObserver observer("fcl-sw0", "p1");
@@ -144,7 +144,9 @@ TEST_F(EndToEndRun, LinkFlapIsObservedAtTheScheduledTimesAndScored) {
   EXPECT_LT(run["score"].get<double>(), 100);
 }
 
-TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
+// Egress on h1's switch port (towards h1): the direction both backends can do, so the test runs
+// on netem and on nftables kernels, and observes whichever one the run recorded.
+TEST_F(EndToEndRun, PacketLossDropsPacketsAndSlowsTheWorkload) {
   const json scenario = {{"version", 1},
                          {"name", "e2e-packet-loss"},
                          {"workload", {{"message_bytes", 262144}, {"compute_ms", 5}}},
@@ -154,19 +156,30 @@ TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
                             {"target", {{"host", "h1"}}},
                             {"at_ms", 0},
                             {"duration_ms", 3000},
-                            {"params", {{"percent", 20}}}}}},
+                            {"params", {{"percent", 20}, {"direction", "egress"}}}}}},
                          {"recovery_ms", 4000},
                          {"gates", {{"require_survival", true}}}};
 
   const int64_t id = startRun(scenario);
   ASSERT_GT(id, 0);
-  // Independent observer: nft itself, inside the switch namespace, while the fault is on.
+  // Independent observer: nft or tc itself, inside the switch namespace, while the fault is on,
+  // for the backend the run recorded.
   int64_t max_dropped_seen = 0;
   json run;
+  std::string backend;
   const int64_t deadline = steadyNowNs() + int64_t{90} * 1000000000;
   while (steadyNowNs() < deadline) {
+    if (backend == "netem") {
+      auto out = runShell("tc -n fcl-sw0 -s -j qdisc show dev p1 2>/dev/null");
+      auto doc = json::parse(out.out, nullptr, false);
+      for (const auto& q : doc.is_array() ? doc : json::array()) {
+        if (q.value("kind", "") == "netem") {
+          max_dropped_seen = std::max(max_dropped_seen, q.value("drops", int64_t{0}));
+        }
+      }
+    }
     auto out = runShell("ip netns exec fcl-sw0 nft -j list table netdev fc_loss_p1 2>/dev/null");
-    if (out.exit_code == 0) {
+    if (backend == "nftables" && out.exit_code == 0) {
       auto doc = json::parse(out.out, nullptr, false);
       for (const auto& item : doc.value("nftables", json::array())) {
         if (!item.contains("rule")) continue;
@@ -180,17 +193,19 @@ TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
       }
     }
     run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
+    backend = run.value("attributes", json::object()).value("loss_backend", "");
     const std::string state = run.value("state", "");
     if (state == "passed" || state == "failed" || state == "error") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
-  EXPECT_EQ(run["attributes"].value("loss_backend", ""), "nftables");
-  EXPECT_GT(max_dropped_seen, 0) << "nft never counted a dropped packet";
-  // The table is gone after the revert.
+  ASSERT_TRUE(backend == "nftables" || backend == "netem") << run.dump(2);
+  EXPECT_GT(max_dropped_seen, 0) << backend << " never counted a dropped packet";
+  // Nothing of the fault is left after the revert: no loss table, no netem.
   EXPECT_NE(
       runShell("ip netns exec fcl-sw0 nft list table netdev fc_loss_p1 2>/dev/null").exit_code, 0);
+  EXPECT_EQ(runShell("tc -n fcl-sw0 qdisc show dev p1").out.find("netem"), std::string::npos);
   // The engine's own observation at revert time agrees that packets were dropped.
   json events =
       httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
@@ -200,7 +215,7 @@ TEST_F(EndToEndRun, PacketLossWithNftablesDropsPacketsAndSlowsTheWorkload) {
 
   // The workload slowed down: 20% loss on one ring link costs TCP a lot of its throughput.
   const auto& step = run["result"]["analysis"]["steps"][0];
-  std::cout << "nft dropped " << max_dropped_seen << " packets (observer), "
+  std::cout << backend << " dropped " << max_dropped_seen << " packets (observer), "
             << reverted[0]["detail"]["observed"].dump() << " (engine); retained "
             << step["retained"].get<double>() << ", worst busbw "
             << step["worst_busbw_gbps"].get<double>() << " GB/s vs baseline "

@@ -1,7 +1,8 @@
 // serve's guardian on a real lab: `serve` is SIGKILLed while a fault is in force (a switch port
-// held down for 20 s, an nft loss table) and NOT restarted; independent tools (`ip`, `nft`) must
-// see the fault gone within 2 s, and no fc-guardian process is left. The next serve on the same
-// database finds nothing to revert and the run interrupted, with the guardian's event. Also: a
+// held down for 20 s, a loss fault: an nft table or a root netem, whichever backend the kernel
+// gives) and NOT restarted; independent tools (`ip`, `nft`, `tc`) must see the fault gone within
+// 2 s, and no fc-guardian process is left. The next serve on the same database finds nothing to
+// revert and the run interrupted, with the guardian's event. Also: a
 // second serve on a database in use fails at once, a serve restarted right after a kill -9 starts
 // within the kill test's budget, and a clean SIGINT/SIGTERM shutdown leaves no guardian.
 
@@ -23,29 +24,7 @@ using nlohmann::json;
 
 constexpr int kRevertWithinMs = 2000;
 
-bool waitFor(const std::function<bool()>& condition, int timeout_ms) {
-  const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
-  while (steadyNowNs() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
-}
-
 double msSince(int64_t t_ns) { return static_cast<double>(steadyNowNs() - t_ns) / 1e6; }
-
-bool portAdminUp(const std::string& port) {
-  auto out = runShell("ip -n fcl-sw0 -o link show dev " + port);
-  auto open = out.out.find('<');
-  auto close = out.out.find('>');
-  if (out.exit_code != 0 || open == std::string::npos) return false;
-  return ("," + out.out.substr(open + 1, close - open - 1) + ",").find(",UP,") != std::string::npos;
-}
-
-bool lossTablePresent(const std::string& port) {
-  return runShell("ip netns exec fcl-sw0 nft list ruleset").out.find("fc_loss_" + port) !=
-         std::string::npos;
-}
 
 // Field 6 of /proc/PID/stat: the session id.
 int sessionOf(int pid) {
@@ -84,7 +63,7 @@ class Guardian : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  int start(bool with_lab) {
+  int start(bool with_lab, const std::vector<std::string>& extra_args = {}) {
     if (with_lab) {
       if (!lab_ && !namespacesWithPrefix("fcl-").empty()) {
         ADD_FAILURE() << "another lab is up (fcl-* namespaces exist); this test brings up its own";
@@ -92,14 +71,29 @@ class Guardian : public ::testing::Test {
       }
       lab_ = true;
     }
-    serve_ = std::make_unique<ServeProcess>(
-        with_lab ? std::vector<std::string>{"--with-lab", "4"} : std::vector<std::string>{}, dir_);
+    std::vector<std::string> args =
+        with_lab ? std::vector<std::string>{"--with-lab", "4"} : std::vector<std::string>{};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    serve_ = std::make_unique<ServeProcess>(args, dir_);
     return serve_->waitForPort(60000);
   }
 
   int servePid() {
     auto holder = readFile(dir_ + "/fc.db.lock");
     return holder.rfind("serve ", 0) == 0 ? std::atoi(holder.c_str() + 6) : 0;
+  }
+
+  // Starts the next serve on the same database: the guardian left it nothing to revert, and
+  // run_id is interrupted. Returns the new serve's port (0 when it did not start).
+  int restartFindingNothingToRevert(int64_t run_id) {
+    const int port = start(true);
+    EXPECT_GT(port, 0) << serve_->output();
+    if (port == 0) return 0;
+    EXPECT_EQ(serve_->output().find("start-up recovery: reverted"), std::string::npos)
+        << serve_->output();
+    auto run = httpRequest(port, "GET", "/v1/runs/" + std::to_string(run_id)).json();
+    EXPECT_EQ(run.value("state", ""), "interrupted") << run.dump(2);
+    return port;
   }
 
   json longFault(const std::string& kind, const json& params) {
@@ -145,12 +139,8 @@ class Guardian : public ::testing::Test {
         << log;
 
     // The next serve on the same database has nothing left to do.
-    port = start(true);
-    ASSERT_GT(port, 0) << serve_->output();
-    EXPECT_EQ(serve_->output().find("start-up recovery: reverted"), std::string::npos)
-        << serve_->output();
-    auto run = httpRequest(port, "GET", "/v1/runs/" + std::to_string(run_id)).json();
-    EXPECT_EQ(run.value("state", ""), "interrupted") << run.dump(2);
+    port = restartFindingNothingToRevert(run_id);
+    ASSERT_GT(port, 0);
     bool guardian_event = false;
     for (const auto& e : eventList(port, run_id)) {
       if (e.value("kind", "") != "guardian_recovery") continue;
@@ -175,7 +165,12 @@ TEST_F(Guardian, ALinkHeldDownByAKilledServeComesBackWithoutARestart) {
 }
 
 TEST_F(Guardian, ALossTableOfAKilledServeIsRemovedWithoutARestart) {
-  killDuring(longFault("packet_loss", {{"percent", 20}}), [] { return lossTablePresent("p2"); });
+  // Egress (the packets sent to h2): the one direction both backends do (netem refuses others).
+  killDuring(longFault("packet_loss", {{"percent", 20}, {"direction", "egress"}}),
+             [] { return lossFaultInForce("fcl-sw0", "p2"); });
+  if (!HasFatalFailure()) {
+    EXPECT_EQ(lossFaultsIn("fcl-sw0"), "");
+  }
 }
 
 TEST_F(Guardian, AServeRestartedRightAfterAKillStartsWithinTheKillTestsBudget) {
@@ -200,6 +195,60 @@ TEST_F(Guardian, AServeRestartedRightAfterAKillStartsWithinTheKillTestsBudget) {
             << serving_ms << " ms" << (waited ? " (waited for the guardian's lock)" : "")
             << std::endl;
   EXPECT_LT(serving_ms, kRevertWithinMs) << serve_->output();
+}
+
+// A wedged serve (here: stopped with SIGSTOP, so every thread freezes, as in a deadlock) stops
+// renewing the embedded agent's lease; its guardian kills it and reverts its faults, with
+// nothing restarted and nobody watching.
+TEST_F(Guardian, AWedgedServeIsKilledWhenItsLeaseLapsesAndItsFaultIsReverted) {
+  constexpr int kLeaseMs = 1500;
+  int port = start(true, {"--local-lease-ms", std::to_string(kLeaseMs)});
+  ASSERT_GT(port, 0) << serve_->output();
+  auto reply = httpRequest(port, "POST", "/v1/runs",
+                           json{{"scenario", longFault("link_flap", {{"down_ms", 20000}})}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t run_id = reply.json()["id"].get<int64_t>();
+  ASSERT_TRUE(waitFor([] { return !portAdminUp("p2"); }, 30000)) << serve_->output();
+  const int serve_pid = servePid();
+  ASSERT_GT(serve_pid, 0);
+
+  ASSERT_EQ(::kill(serve_pid, SIGSTOP), 0);
+  const int64_t stopped = steadyNowNs();
+  // Not before the lease (less one renewal period, lease/5) has lapsed...
+  EXPECT_FALSE(waitFor([] { return portAdminUp("p2"); }, kLeaseMs * 4 / 5 - 100));
+  // ...and soon after it.
+  const bool reverted =
+      waitFor([] { return portAdminUp("p2"); }, static_cast<int>(kLeaseMs + 2000 * timingScale()));
+  const double revert_ms = msSince(stopped);
+  const std::string log = readFile(dir_ + "/fc.db.guardian.log");
+  EXPECT_TRUE(reverted) << "p2 still down " << revert_ms << " ms after SIGSTOP; guardian log:\n"
+                        << log;
+  std::cout << "serve stopped; its guardian killed it and p2 was up " << revert_ms
+            << " ms later (lease " << kLeaseMs << " ms)\n";
+  EXPECT_TRUE(waitFor([&] { return guardiansOf(dir_).empty(); }, 5000))
+      << "the guardian is still running after its job";
+  EXPECT_NE(log.find("serve (pid " + std::to_string(serve_pid) +
+                     ") stopped renewing its lease of " + std::to_string(kLeaseMs) + " ms"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("killed it with SIGKILL"), std::string::npos) << log;
+  // serve is gone (killed while stopped), so the next one starts and finds nothing to revert.
+  EXPECT_GT(restartFindingNothingToRevert(run_id), 0);
+}
+
+// A healthy serve keeps renewing: a run that holds a fault longer than the lease is not cut.
+TEST_F(Guardian, AHealthyServeKeepsItsFaultsPastTheLease) {
+  int port = start(true, {"--local-lease-ms", "600"});
+  ASSERT_GT(port, 0) << serve_->output();
+  json scenario = longFault("link_flap", {{"down_ms", 2500}});
+  auto reply = httpRequest(port, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t run_id = reply.json()["id"].get<int64_t>();
+  json run = waitForFinalRun(port, run_id, 60);
+  EXPECT_NE(run.value("state", ""), "error") << run.dump(2);
+  EXPECT_NE(run.value("state", ""), "interrupted") << run.dump(2);
+  EXPECT_EQ(guardiansOf(dir_).size(), 1u) << "the guardian did not take over a healthy serve";
+  EXPECT_TRUE(readFile(dir_ + "/fc.db.guardian.log").empty());
 }
 
 TEST_F(Guardian, ASecondServeOnTheSameDatabaseFailsAtOnce) {

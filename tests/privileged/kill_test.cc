@@ -77,6 +77,12 @@ std::string leftovers(const Snapshot& baseline) {
           detail += " [" + line.substr(0, line.find(':', line.find(':') + 1)) + " no carrier]";
         }
       }
+    } else if (key.find("tc qdisc") != std::string::npos) {
+      // A loss fault on the netem backend: the root netem still on a port.
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("netem") != std::string::npos) detail += " [" + line + "]";
+      }
     } else if (key.find("nft") != std::string::npos) {
       const auto table = text.find("table ");
       detail = " [" +
@@ -150,7 +156,8 @@ class KillTest : public OwnLabTest {
     if (kind == "link_flap") {
       step["params"] = {{"down_ms", ms(rng_)}, {"up_ms", ms(rng_)}, {"count", 1 + host(rng_)}};
     } else {
-      step["params"] = {{"percent", 30}};
+      // Egress: the one direction both loss backends do (netem refuses both/ingress with 422).
+      step["params"] = {{"percent", 30}, {"direction", "egress"}};
       step["duration_ms"] = ms(rng_) + 300;
     }
     return {{"version", 1},
@@ -259,7 +266,8 @@ class KillTest : public OwnLabTest {
           const bool flap = action == 0;
           json fault = {{"kind", flap ? "link_flap" : "packet_loss"},
                         {"target", {{"netns", ns}, {"ifname", ifname}}},
-                        {"params", flap ? json{{"down_ms", 60000}} : json{{"percent", 20}}}};
+                        {"params", flap ? json{{"down_ms", 60000}}
+                                        : json{{"percent", 20}, {"direction", "egress"}}}};
           what = std::string(flap ? "link_flap " : "packet_loss ") + ns + "/" + ifname;
           answer = agentCall(port, "POST", "/agent/v1/faults",
                              json{{"fault", fault}, {"lease_ms", 60000}}.dump());

@@ -1,14 +1,70 @@
 // `fabric-chaos lab up|status|down` on the real kernel: hosts reach each other through the
 // switch namespace, up is idempotent, down leaves nothing, and non-root gets one clear sentence.
 
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "tests/privileged/support.h"
 
 namespace fabric_chaos::testing {
 namespace {
+
+// Runs `binary args...` as nobody (uid and gid 65534, no supplementary groups), stdout and stderr
+// captured. No setpriv or su: the test drops root itself, so nothing can be missing. The binary is
+// opened while still root and started with fexecve, so a build tree that nobody may not traverse
+// (a clone in a 0700 directory) still works. exit_code 126 means the drop itself failed.
+CommandOutput runAsNobody(const std::string& binary, const std::vector<std::string>& args) {
+  CommandOutput result;
+  const int exe = ::open(binary.c_str(), O_RDONLY | O_CLOEXEC);
+  if (exe < 0) {
+    result.out = "cannot open " + binary + ": " + std::strerror(errno);
+    return result;
+  }
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(exe);
+    return result;
+  }
+  std::vector<std::string> argv_strings{binary};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    auto die = [](const char* what) {
+      const std::string line = std::string("runAsNobody: ") + what + ": " + std::strerror(errno);
+      [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+      ::_exit(126);
+    };
+    if (::setgroups(0, nullptr) != 0) die("setgroups");
+    if (::setresgid(65534, 65534, 65534) != 0) die("setresgid");
+    if (::setresuid(65534, 65534, 65534) != 0) die("setresuid");
+    if (::geteuid() == 0 || ::setuid(0) == 0) die("root could be regained");
+    ::fexecve(exe, argv.data(), ::environ);
+    die("fexecve");
+  }
+  ::close(out[1]);
+  ::close(exe);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) result.out.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  if (pid > 0 && ::waitpid(pid, &status, 0) == pid) {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return result;
+}
 
 class LabCommand : public ::testing::Test {
  protected:
@@ -73,10 +129,8 @@ TEST_F(LabCommand, APartialLabIsRebuilt) {
 }
 
 TEST_F(LabCommand, WithoutRootUpFailsWithOneClearSentence) {
-  if (runShell("command -v setpriv").exit_code != 0) GTEST_SKIP() << "setpriv not installed";
-  auto out = runShell("setpriv --reuid=65534 --regid=65534 --clear-groups " + binary_ +
-                      " lab up --state-dir " + dir_ + " 2>&1");
-  EXPECT_EQ(out.exit_code, 1);
+  auto out = runAsNobody(binary_, {"lab", "up", "--state-dir", dir_});
+  EXPECT_EQ(out.exit_code, 1) << out.out;
   EXPECT_NE(out.out.find("lab up needs root"), std::string::npos) << out.out;
   EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
 }

@@ -72,17 +72,25 @@ class RunCli : public ServeWithLabTest {
     EXPECT_TRUE(root.has_value()) << reader.error() << "\n" << text;
     if (!root) return XmlNode{};
     EXPECT_EQ(junitCountsProblem(*root), "") << text;
+    expectSchemaValid(path, text);
+    return *root;
+  }
+
+  // xmllint comes from libxml2-utils (deploy/install-deps.sh). Without it the test fails in CI
+  // and is skipped elsewhere, saying so; the reading-back checks still run either way.
+  void expectSchemaValid(const std::string& path, const std::string& text) {
     const std::string xsd = std::string(std::getenv("FC_SOURCE_DIR")) + "/tests/client/junit.xsd";
     SchemaCheck schema = validateJunitSchema(path, xsd);
     if (!schema.ran) {
       const char* ci = std::getenv("CI");
       if (ci != nullptr && std::string(ci) == "true") {
         ADD_FAILURE() << "xmllint is missing (libxml2-utils): the JUnit schema check cannot run";
+        return;
       }
-    } else {
-      EXPECT_TRUE(schema.valid) << schema.output << "\n" << text;
+      GTEST_SKIP() << "xmllint is missing (apt-get install libxml2-utils): the JUnit schema "
+                      "check did not run";
     }
-    return *root;
+    EXPECT_TRUE(schema.valid) << schema.output << "\n" << text;
   }
 
   json jsonFile(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -281,6 +282,37 @@ std::vector<LinkObserver::Change> LinkObserver::stop() {
   return changes_;
 }
 
+bool lossFaultInForce(const std::string& netns, const std::string& port) {
+  // The table name the nftables backend uses: fc_loss_ + the name with anything but [A-Za-z0-9]
+  // as '_' (injectors/loss/packet_loss.cc, nftLossTableName).
+  std::string table = "fc_loss_";
+  for (char c : port) table += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
+  if (runShell("ip netns exec " + netns + " nft list table netdev " + table + " >/dev/null 2>&1")
+          .exit_code == 0) {
+    return true;
+  }
+  auto qdiscs = runShell("tc -n " + netns + " qdisc show dev " + port + " 2>/dev/null");
+  return qdiscs.exit_code == 0 && qdiscs.out.find("netem") != std::string::npos;
+}
+
+std::string lossFaultsIn(const std::string& netns) {
+  std::string found;
+  auto add = [&found](const std::string& what) { found += (found.empty() ? "" : "; ") + what; };
+  auto tables = runShell("ip netns exec " + netns + " nft list tables 2>&1");
+  if (tables.exit_code != 0) add("nft list tables failed: " + tables.out);
+  auto qdiscs = runShell("tc -n " + netns + " qdisc show 2>&1");
+  if (qdiscs.exit_code != 0) add("tc qdisc show failed: " + qdiscs.out);
+  for (const std::string* text : {&tables.out, &qdiscs.out}) {
+    std::istringstream lines(*text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("fc_loss") != std::string::npos || line.find("netem") != std::string::npos) {
+        add(netns + ": " + line);
+      }
+    }
+  }
+  return found;
+}
+
 std::vector<std::string> namespacesWithPrefix(const std::string& prefix) {
   std::vector<std::string> names;
   std::istringstream lines(runShell("ip netns list").out);
@@ -403,6 +435,49 @@ void OwnLabTest::TearDown() {
     EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
     std::filesystem::remove_all(dir_);
   }
+}
+
+double timingScale() {
+  const char* text = std::getenv("FC_TIMING_SCALE");
+  if (text == nullptr || *text == '\0') return 1;
+  const double scale = std::atof(text);
+  return scale >= 1 ? scale : 1;
+}
+
+bool waitFor(const std::function<bool()>& condition, int timeout_ms) {
+  const int64_t deadline = steadyNowNs() + int64_t{timeout_ms} * 1000000;
+  while (steadyNowNs() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+bool adminUp(const std::string& netns, const std::string& ifname) {
+  auto out = runShell("ip -n " + netns + " -o link show dev " + ifname);
+  const auto open = out.out.find('<');
+  const auto close = out.out.find('>');
+  if (out.exit_code != 0 || open == std::string::npos || close == std::string::npos) return false;
+  return ("," + out.out.substr(open + 1, close - open - 1) + ",").find(",UP,") != std::string::npos;
+}
+
+void RestartableServeTest::SetUp() {
+  FC_REQUIRE_ROOT();
+  dir_ = makeTempDir();
+}
+
+void RestartableServeTest::TearDown() {
+  serve_.reset();
+  if (const char* binary = std::getenv("FC_BINARY"); binary != nullptr && !dir_.empty()) {
+    runShell(std::string(binary) + " lab down --state-dir " + dir_ + "/state >/dev/null 2>&1");
+  }
+  EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
+  if (!dir_.empty()) std::filesystem::remove_all(dir_);
+}
+
+int RestartableServeTest::start() {
+  serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{"--with-lab", "4"}, dir_);
+  return serve_->waitForPort(60000);
 }
 
 }  // namespace fabric_chaos::testing

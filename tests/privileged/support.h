@@ -1,7 +1,8 @@
 #pragma once
 // Shared helpers for the privileged tier: the root check (a failure in CI, a skip elsewhere), a
-// tiny HTTP/1.1 client for 127.0.0.1, child processes (`fabric-chaos serve` among them), and an
-// independent link observer that polls `ip` (never the injector's own code).
+// tiny HTTP/1.1 client for 127.0.0.1, child processes (`fabric-chaos serve` among them), and
+// independent observers of links and loss faults that poll `ip`, `nft` and `tc` (never the
+// injector's own code).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -134,6 +135,32 @@ class LinkObserver {
   std::thread thread_;
 };
 
+// Whether a packet_loss fault is in force on NETNS/PORT, seen by independent tools whichever
+// backend applied it: the nftables backend's table (`ip netns exec NETNS nft list table netdev
+// fc_loss_<port>` succeeds) or the netem backend's root qdisc (`tc -n NETNS qdisc show dev PORT`
+// shows a netem). False when neither is there, and when the namespace or the port is gone.
+bool lossFaultInForce(const std::string& netns, const std::string& port);
+
+// How much slower than this host the machine under test may be: FC_TIMING_SCALE (default 1).
+// Timing bounds that state what the product promises on a real machine are multiplied by it;
+// the VM tier sets it for a qemu TCG guest (one emulated vCPU shared with the workload ranks),
+// where the same checks still prove order and outcome, but not host-speed latency.
+double timingScale();
+
+// Polls `condition` every 10 ms until it holds or timeout_ms passes; its last value.
+bool waitFor(const std::function<bool()>& condition, int timeout_ms);
+
+// Whether `ip -n NETNS -o link show dev IFNAME` shows the UP flag (administratively up); false
+// when the namespace or the interface cannot be read.
+bool adminUp(const std::string& netns, const std::string& ifname);
+// A switch port of the namespace lab: adminUp("fcl-sw0", port).
+inline bool portAdminUp(const std::string& port) { return adminUp("fcl-sw0", port); }
+
+// Every loss fault in NETNS, in words, "" when there is none: nft tables named fc_loss_* and netem
+// qdiscs on any interface. For the checks that nothing is left; a failing `nft`/`tc` is reported
+// too (an unreadable namespace proves nothing).
+std::string lossFaultsIn(const std::string& netns);
+
 // Namespaces of the given prefix still present.
 std::vector<std::string> namespacesWithPrefix(const std::string& prefix);
 
@@ -188,6 +215,20 @@ class ServeWithLabTest : public ::testing::Test {
 
  private:
   int hosts_;
+};
+
+// A `fabric-chaos serve --with-lab 4` that the test starts (start()), may kill, and starts again
+// on the same database in dir_: for crash and restart tests. SetUp requires root; TearDown kills a
+// serve still running, brings the lab down, checks no fcl-* namespace is left and removes dir_.
+class RestartableServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  // Starts serve (the lab is brought up, or found up) and returns its port, 0 on failure.
+  int start();
+
+  std::string dir_;
+  std::unique_ptr<ServeProcess> serve_;
 };
 
 // A test with its own `fabric-chaos lab up --hosts 2` (none may be up already: it would share

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "injectors/model/kind_spec.h"
 #include "scenarios/model.h"
 #include "scenarios/plan.h"
 #include "scenarios/topology.h"
@@ -86,38 +87,19 @@ Fabric vmLab() {
   return fabric;
 }
 
-// The parameters docs/scenarios.md documents for the kinds, checked as an injector would.
-Status checkParams(const std::string& kind, const json& params) {
-  if (kind == "netem") {
-    // The netem injector's own table tests cover its parameters; here: known names only.
-    const std::set<std::string> netem{"delay_ms", "jitter_ms", "loss_percent", "rate_kbit"};
-    for (const auto& [key, value] : params.items()) {
-      if (netem.count(key) == 0) return Status(StatusCode::kInvalidArgument, key + ": unknown");
-    }
-    return Status::ok();
-  }
-  const std::set<std::string> allowed =
-      kind == "link_flap" ? std::set<std::string>{"down_ms", "up_ms", "count"}
-                          : std::set<std::string>{"percent", "direction", "correlation"};
-  for (const auto& [key, value] : params.items()) {
-    if (allowed.count(key) == 0) return Status(StatusCode::kInvalidArgument, key + ": unknown");
-  }
-  if (kind == "packet_loss") {
-    if (!params.contains("percent") || !params["percent"].is_number() ||
-        params["percent"].get<double>() <= 0 || params["percent"].get<double>() > 100) {
-      return Status(StatusCode::kInvalidArgument, "percent: must be a number in (0, 100]");
-    }
-    if (params.contains("direction")) {
-      const json& d = params["direction"];
-      if (d != "both" && d != "ingress" && d != "egress") {
-        return Status(StatusCode::kInvalidArgument, "direction: must be both, ingress or egress");
-      }
-    }
-  }
-  return Status::ok();
+// Every declared kind, with the parameters checked against its declaration, as the agent's
+// validation starts: the library cannot use a parameter the kinds do not declare.
+KindCatalog catalog() {
+  KindCatalog catalog;
+  for (const injectors::KindSpec* spec : injectors::kindSpecs())
+    catalog.kinds.push_back(spec->kind);
+  catalog.validate_params = [](const std::string& kind, const json& params) {
+    const injectors::KindSpec* spec = injectors::findKindSpec(kind);
+    if (spec == nullptr) return Status(StatusCode::kInvalidArgument, kind + ": unknown kind");
+    return injectors::checkParams(*spec, params);
+  };
+  return catalog;
 }
-
-KindCatalog catalog() { return KindCatalog{{"link_flap", "netem", "packet_loss"}, checkParams}; }
 
 Scenario load(const std::string& file) {
   auto parsed = parseScenario(readJson(libraryDir() / file));
@@ -180,8 +162,8 @@ TEST(LibraryTest, LinkFlap) {
   EXPECT_EQ((*plan)[0].revert_at_ms, 1000);
   EXPECT_EQ((*plan)[1].apply_at_ms, 2000);
   EXPECT_EQ((*plan)[1].revert_at_ms, 3000);
-  EXPECT_EQ((*plan)[0].target.netns, "fcl-sw0");
-  EXPECT_EQ((*plan)[0].target.ifname, "p1");
+  EXPECT_EQ((*plan)[0].target.target,
+            injectors::Target(injectors::InterfaceTarget{"fcl-sw0", "p1"}));
 }
 
 TEST(LibraryTest, PacketLoss) {
@@ -190,7 +172,8 @@ TEST(LibraryTest, PacketLoss) {
   ASSERT_EQ(s.steps.size(), 1u);
   EXPECT_EQ(s.steps[0].kind, "packet_loss");
   EXPECT_EQ(s.steps[0].duration_ms, 4000);
-  EXPECT_EQ(s.steps[0].params, json({{"percent", 5}, {"direction", "both"}}));
+  // Egress of h1's switch port: what netem and nftables both do, and silent to the sender.
+  EXPECT_EQ(s.steps[0].params, json({{"percent", 5}, {"direction", "egress"}}));
   EXPECT_EQ(s.plannedDurationMs(), 3000 + 4000 + 5000);
 
   auto plan = planFaults(s, netnsLab());
@@ -198,7 +181,7 @@ TEST(LibraryTest, PacketLoss) {
   ASSERT_EQ(plan->size(), 1u);
   EXPECT_EQ((*plan)[0].apply_at_ms, 0);
   EXPECT_EQ((*plan)[0].revert_at_ms, 4000);
-  EXPECT_EQ((*plan)[0].target.ifname, "p1");
+  EXPECT_EQ(injectors::describe((*plan)[0].target.target), "fcl-sw0/p1");
 }
 
 // Every complete scenario shown in docs/scenarios.md must be accepted as documented.

@@ -109,17 +109,17 @@ TEST(StepPhasesTest, Errors) {
       {"DownMissing", flap("h1", 0, {{"up_ms", 10}}),
        "steps[3].params.down_ms: required for link_flap"},
       {"DownZero", flap("h1", 0, {{"down_ms", 0}}),
-       "steps[3].params.down_ms: must be an integer in [1, 600000]"},
+       "steps[3].params.down_ms: must be an integer in 1..600000"},
       {"DownTooLong", flap("h1", 0, {{"down_ms", 600001}}),
-       "steps[3].params.down_ms: must be an integer in [1, 600000]"},
+       "steps[3].params.down_ms: must be an integer in 1..600000"},
       {"DownFraction", flap("h1", 0, {{"down_ms", 10.5}}),
-       "steps[3].params.down_ms: must be an integer in [1, 600000]"},
+       "steps[3].params.down_ms: must be an integer in 1..600000"},
       {"UpString", flap("h1", 0, {{"down_ms", 10}, {"up_ms", "10"}}),
-       "steps[3].params.up_ms: must be an integer in [1, 600000]"},
+       "steps[3].params.up_ms: must be an integer in 1..600000"},
       {"CountZero", flap("h1", 0, {{"down_ms", 10}, {"count", 0}}),
-       "steps[3].params.count: must be an integer in [1, 1000]"},
+       "steps[3].params.count: must be an integer in 1..1000"},
       {"CountTooMany", flap("h1", 0, {{"down_ms", 10}, {"count", 1001}}),
-       "steps[3].params.count: must be an integer in [1, 1000]"},
+       "steps[3].params.count: must be an integer in 1..1000"},
       {"ParamsNotObject", flap("h1", 0, json::array()), "steps[3].params: must be an object"},
       {"DurationMismatch", flap("h1", 0, {{"down_ms", 1000}, {"up_ms", 1000}, {"count", 2}}, 4000),
        "steps[3].duration_ms: 4000 does not match the link_flap pattern: count*down_ms + "
@@ -129,6 +129,16 @@ TEST(StepPhasesTest, Errors) {
       {"NegativeAt", loss(host("h1"), -1, 10), "steps[3].at_ms: must be a non-negative integer"},
       {"HugeDuration", loss(host("h1"), 0, kMaxTimeMs + 1),
        "steps[3].duration_ms: must be at most 86400000"},
+      // Phases the engine cannot honour are refused, with the reason.
+      {"DownTooShortToHonour", flap("h1", 0, {{"down_ms", 5}}),
+       "steps[3].params.down_ms: 5 ms is shorter than the engine can honour: a phase must last "
+       "at least 10 ms (a netlink change and a timer wake-up take up to a few ms under load)"},
+      {"UpTooShortToHonour", flap("h1", 0, {{"down_ms", 10}, {"up_ms", 9}, {"count", 2}}),
+       "steps[3].params.up_ms: 9 ms is shorter than the engine can honour: a phase must last "
+       "at least 10 ms (a netlink change and a timer wake-up take up to a few ms under load)"},
+      {"LossTooShortToHonour", loss(host("h1"), 0, 3),
+       "steps[3].duration_ms: 3 ms is shorter than the engine can honour: a phase must last at "
+       "least 10 ms (a netlink change and a timer wake-up take up to a few ms under load)"},
   };
   for (const Case& c : cases) {
     auto phases = stepPhases(c.step, 3);
@@ -152,8 +162,7 @@ TEST(PlanFaultsTest, FlapPatternTimingsAndTarget) {
     EXPECT_EQ(a.params["count"], 2);
     EXPECT_EQ(a.target.host, "h1");
     EXPECT_EQ(a.target.link_id, "h1-sw0");
-    EXPECT_EQ(a.target.netns, "t-sw0");
-    EXPECT_EQ(a.target.ifname, "p1");
+    EXPECT_EQ(a.target.target, injectors::Target(injectors::InterfaceTarget{"t-sw0", "p1"}));
     EXPECT_EQ(a.target.side, "switch");
   }
   EXPECT_EQ((*plan)[0].apply_at_ms, 0);
@@ -172,8 +181,8 @@ TEST(PlanFaultsTest, OneActionPerResolvedTarget) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   ASSERT_EQ(plan->size(), 2u);
   EXPECT_EQ((*plan)[0].target.host, "h2");
-  EXPECT_EQ((*plan)[0].target.netns, "t-h2");
-  EXPECT_EQ((*plan)[0].target.ifname, "eth0");
+  EXPECT_EQ((*plan)[0].target.target,
+            injectors::Target(injectors::InterfaceTarget{"t-h2", "eth0"}));
   EXPECT_EQ((*plan)[1].target.host, "h3");
   for (const PlannedAction& a : *plan) {
     EXPECT_EQ(a.phase, 0);

@@ -155,8 +155,7 @@ void expectTarget(const ResolvedTarget& t, const std::string& host, const std::s
                   const std::string& netns, const std::string& ifname, const std::string& side) {
   EXPECT_EQ(t.host, host);
   EXPECT_EQ(t.link_id, link);
-  EXPECT_EQ(t.netns, netns);
-  EXPECT_EQ(t.ifname, ifname);
+  EXPECT_EQ(t.target, injectors::Target(injectors::InterfaceTarget{netns, ifname}));
   EXPECT_EQ(t.side, side);
 }
 

@@ -318,17 +318,21 @@ TEST_F(StoreTest, JournalIntentAppliedReverted) {
   auto pending = store_->unrevertedJournal();
   ASSERT_TRUE(pending.isOk()) << pending.status().toString();
   ASSERT_EQ(pending->size(), 3u);
-  EXPECT_EQ((*pending)[0].id, *first);  // oldest first
-  EXPECT_EQ((*pending)[0].run_id, run);
-  EXPECT_EQ((*pending)[0].fault, fault);
-  EXPECT_EQ((*pending)[0].prior, prior);
-  EXPECT_EQ((*pending)[0].state, "intent");
-  EXPECT_GT((*pending)[0].intent_ms, 0);
-  EXPECT_EQ((*pending)[0].reverted_ms, 0);
+  // Newest first: reverting in this order unwinds stacked faults in reverse order of application.
+  EXPECT_EQ((*pending)[0].id, *third);
+  EXPECT_EQ((*pending)[1].id, *second);
   EXPECT_EQ((*pending)[1].run_id, 0);
+  const auto& oldest = (*pending)[2];
+  EXPECT_EQ(oldest.id, *first);
+  EXPECT_EQ(oldest.run_id, run);
+  EXPECT_EQ(oldest.fault, fault);
+  EXPECT_EQ(oldest.prior, prior);
+  EXPECT_EQ(oldest.state, "intent");
+  EXPECT_GT(oldest.intent_ms, 0);
+  EXPECT_EQ(oldest.reverted_ms, 0);
 
   ASSERT_TRUE(store_->journalMark(*first, "applied").isOk());
-  EXPECT_EQ((*store_->unrevertedJournal())[0].state, "applied");
+  EXPECT_EQ((*store_->unrevertedJournal())[2].state, "applied");
   ASSERT_TRUE(store_->journalMark(*first, "reverted").isOk());
   ASSERT_TRUE(store_->journalMark(*first, "reverted").isOk());  // a retried revert
   ASSERT_TRUE(store_->journalMark(*third, "failed").isOk());    // failed is still unreverted
@@ -336,9 +340,9 @@ TEST_F(StoreTest, JournalIntentAppliedReverted) {
   pending = store_->unrevertedJournal();
   ASSERT_TRUE(pending.isOk());
   ASSERT_EQ(pending->size(), 2u);
-  EXPECT_EQ((*pending)[0].id, *second);
-  EXPECT_EQ((*pending)[1].id, *third);
-  EXPECT_EQ((*pending)[1].state, "failed");
+  EXPECT_EQ((*pending)[0].id, *third);
+  EXPECT_EQ((*pending)[0].state, "failed");
+  EXPECT_EQ((*pending)[1].id, *second);
 
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("SELECT state FROM journal WHERE id = " + std::to_string(*first)),

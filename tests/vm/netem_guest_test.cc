@@ -148,7 +148,9 @@ class NetemGuestTest : public ::testing::Test {
     if (ns_a_ != nullptr) sh("tc -n " + *ns_a_ + " qdisc del dev vA root");
   }
 
-  Fault fault(json params) const { return Fault{"netem", {*ns_a_, "vA"}, std::move(params)}; }
+  Fault fault(json params) const {
+    return Fault{"netem", InterfaceTarget{*ns_a_, "vA"}, std::move(params)};
+  }
 
   std::string tcShow(const std::string& netns, const std::string& dev,
                      const std::string& flags = "") const {
@@ -533,7 +535,7 @@ TEST_F(NetemGuestTest, RevertLeavesTheDefaultQdiscExactlyAsItWas) {
   // The guest's eth0 has a real default qdisc (fq_codel with handle 0), not noqueue.
   if (sh("ip link show eth0").exit_code != 0) GTEST_SKIP() << "no eth0 in this guest";
   const std::string eth_before = tcShow("", "eth0");
-  Fault eth{"netem", {"", "eth0"}, {{"delay_ms", 1}}};
+  Fault eth{"netem", InterfaceTarget{"", "eth0"}, {{"delay_ms", 1}}};
   auto eth_prior = netem_->capture(eth);
   ASSERT_TRUE(eth_prior.isOk());
   ASSERT_TRUE(netem_->apply(eth).isOk());
@@ -579,7 +581,7 @@ TEST_F(NetemGuestTest, RefusesAnHtbTreeItCouldNotRebuild) {
 }
 
 TEST_F(NetemGuestTest, MissingDeviceRevertsCleanly) {
-  Fault gone{"netem", {*ns_a_, "nosuch0"}, {{"delay_ms", 1}}};
+  Fault gone{"netem", InterfaceTarget{*ns_a_, "nosuch0"}, {{"delay_ms", 1}}};
   EXPECT_EQ(netem_->capture(gone).status().code(), core::StatusCode::kNotFound);
   EXPECT_TRUE(netem_->revert(gone, json{{"default", true}}).isOk());
 }

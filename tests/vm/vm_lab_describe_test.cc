@@ -65,13 +65,12 @@ TEST(DescribeVmLab, RoundTripsAndResolvesTheSwitchSideToATap) {
   auto sw_side =
       scenarios::resolveTargets(scenarios::TargetSelector{"vm1", "", {}, "switch"}, parsed.value());
   ASSERT_TRUE(sw_side.isOk()) << sw_side.status().toString();
-  EXPECT_EQ(sw_side->at(0).netns, "fcv-sw0");
-  EXPECT_EQ(sw_side->at(0).ifname, "fcv-tap1");
+  EXPECT_EQ(sw_side->at(0).target,
+            injectors::Target(injectors::InterfaceTarget{"fcv-sw0", "fcv-tap1"}));
   auto host_side =
       scenarios::resolveTargets(scenarios::TargetSelector{"vm0", "", {}, "host"}, parsed.value());
   ASSERT_TRUE(host_side.isOk()) << host_side.status().toString();
-  EXPECT_EQ(host_side->at(0).netns, "");
-  EXPECT_EQ(host_side->at(0).ifname, "eth0");
+  EXPECT_EQ(host_side->at(0).target, injectors::Target(injectors::InterfaceTarget{"", "eth0"}));
 }
 
 TEST(DescribeVmLab, PrefixSubnetAndPortsAreOptions) {

@@ -7,6 +7,7 @@ import { runsView } from './views/runs.js';
 import { runView } from './views/run.js';
 import { scenariosView, scenarioView } from './views/scenarios.js';
 import { compareView } from './views/compare.js';
+import { faultsView } from './views/faults.js';
 
 const view = document.getElementById('view');
 let cleanup = null;
@@ -48,6 +49,7 @@ async function route() {
       else if (section === 'scenarios' && parts[1]) done = await scenarioView(ctx, parts[1]);
       else if (section === 'scenarios') done = await scenariosView(ctx);
       else if (section === 'compare') done = await compareView(ctx);
+      else if (section === 'faults') done = await faultsView(ctx);
       else view.append(errorBox(`No page ${location.hash}`));
     }
   } catch (e) {

@@ -42,6 +42,17 @@ export function fmtMs(ms) {
   return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
 
+// How long ago, for people: "8 s", "4 min 12 s", "3 h 5 min", "2 d 4 h" (two units at most).
+export function fmtAge(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return '–';
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const [m, h, d] = [Math.floor(s / 60), Math.floor(s / 3600), Math.floor(s / 86400)];
+  if (m < 60) return `${m} min ${s % 60} s`;
+  if (h < 24) return `${h} h ${m % 60} min`;
+  return `${d} d ${h % 24} h`;
+}
+
 export function fmtTime(wallMs) {
   if (!wallMs) return '–';
   const d = new Date(wallMs);

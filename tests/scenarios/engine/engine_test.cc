@@ -156,7 +156,8 @@ TEST_F(EngineTest, StartUpRecoveryRevertsJournaledFaultsAndInterruptsRuns) {
   auto run_id = store_->createRun("engine-flap", toJson(flapScenario()), "netns-lab");
   ASSERT_TRUE(run_id.isOk());
   ASSERT_TRUE(store_->setRunState(*run_id, "injecting").isOk());
-  injectors::Fault fault{"link_flap", {"fcl-sw0", "p1"}, {{"down_ms", 100}}};
+  injectors::Fault fault{
+      "link_flap", injectors::InterfaceTarget{"fcl-sw0", "p1"}, {{"down_ms", 100}}};
   auto entry = store_->journalIntent(*run_id, injectors::toJson(fault), {{"admin_up", true}});
   ASSERT_TRUE(entry.isOk());
   ASSERT_TRUE(store_->journalMark(*entry, "applied").isOk());
@@ -243,7 +244,7 @@ TEST(EngineRouting, StartUpRecoveryAsksTheAgentThatAppliedTheFault) {
   MapDirectory agents;
   core::SteadyClock clock;
   Engine engine({store->get(), &agents, &catalog, &clock}, {});
-  injectors::Fault fault{"link_flap", {"", "eth0"}, {{"down_ms", 100}}};
+  injectors::Fault fault{"link_flap", injectors::InterfaceTarget{"", "eth0"}, {{"down_ms", 100}}};
   json doc = injectors::toJson(fault);
   doc["agent"] = {{"name", "http://127.0.0.1:7101"}, {"token_file", "/run/x"}};
   auto entry = (*store)->journalIntent(0, doc, json::object());

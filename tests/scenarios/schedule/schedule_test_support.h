@@ -76,7 +76,7 @@ inline json scenarioDoc(const std::string& name) {
                  {"params", {{"down_ms", 100}}}}}}};
 }
 
-inline KindCatalog testKinds() {
+inline KindCatalog testKinds(const Fabric&) {
   KindCatalog catalog;
   catalog.kinds = {"link_flap", "packet_loss"};
   catalog.validate_params = [](const std::string&, const json&) { return core::Status::ok(); };

@@ -3,6 +3,7 @@
 // are shown next to it as the user types.
 import { ApiError, canOperate, get, post, put, whoami } from '../api.js';
 import { debounce, el, errorBox, fmtNumber, fmtTime, stateBadge } from '../util.js';
+import { kindReference } from './kind_reference.js';
 
 const TEMPLATE = {
   version: 1,
@@ -78,7 +79,8 @@ function editor({ initial, fabric, canSave, onSaved }) {
   return el('div', { class: 'editor-grid' },
     el('div', {}, area, el('div', { class: 'toolbar' }, saveButton, saveMessage)),
     el('div', {}, el('h3', {}, 'Validation'), verdict,
-      el('p', { class: 'muted small' }, 'Checked against the chosen fabric as you type. Format: docs/scenarios.md.')));
+      el('p', { class: 'muted small' }, 'Checked against the chosen fabric as you type. Format: docs/scenarios.md.'),
+      kindReference()));
 }
 
 export async function scenariosView(ctx) {

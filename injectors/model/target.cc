@@ -1,0 +1,372 @@
+#include "injectors/model/target.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <initializer_list>
+
+#include "core/json_keys.h"
+
+namespace fabric_chaos::injectors {
+namespace {
+
+using nlohmann::json;
+
+// Linux's PID_MAX_LIMIT: no pid is larger.
+constexpr int64_t kMaxPid = 4194304;
+// libibverbs numbers ports with a uint8_t, from 1.
+constexpr int64_t kMaxRdmaPort = 255;
+constexpr int64_t kMaxGidIndex = 65535;
+constexpr size_t kMaxGuidDigits = 16;
+
+struct TypeName {
+  TargetType type;
+  const char* name;
+};
+
+constexpr TypeName kTypeNames[] = {
+    {TargetType::kInterface, "interface"},          {TargetType::kRdmaPort, "rdma_port"},
+    {TargetType::kSubnetManager, "subnet_manager"}, {TargetType::kProcess, "process"},
+    {TargetType::kTrafficSet, "traffic_set"},
+};
+
+core::Status malformed(const std::string& field, const std::string& problem) {
+  return core::Status(core::StatusCode::kInvalidArgument, field + ": " + problem);
+}
+
+std::string knownTypes() {
+  std::string out;
+  for (const TypeName& entry : kTypeNames) {
+    if (!out.empty()) out += ", ";
+    out += entry.name;
+  }
+  return out;
+}
+
+core::Status onlyFields(const json& doc, const std::string& path,
+                        std::initializer_list<std::string_view> allowed) {
+  if (auto key = core::firstUnknownKey(doc, allowed)) {
+    return malformed(path + "." + *key, "unknown field");
+  }
+  return core::Status::ok();
+}
+
+// Required non-empty string when `required`; otherwise absent leaves `out` as it is.
+core::Status readString(const json& doc, const std::string& path, const char* name, bool required,
+                        std::string& out) {
+  auto it = doc.find(name);
+  const std::string field = path + "." + name;
+  if (it == doc.end()) return required ? malformed(field, "required") : core::Status::ok();
+  if (required) {
+    if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+      return malformed(field, "must be a non-empty string");
+    }
+  } else if (!it->is_string()) {
+    return malformed(field, "must be a string");
+  }
+  out = it->get<std::string>();
+  return core::Status::ok();
+}
+
+// An integer (not 1.5, not "1", not true) in lo..hi; absent leaves `out` as it is.
+core::Status readInt(const json& doc, const std::string& path, const char* name, int64_t lo,
+                     int64_t hi, std::optional<int64_t>& out) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return core::Status::ok();
+  bool ok = false;
+  int64_t value = 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    ok = v <= static_cast<uint64_t>(hi);
+    value = ok ? static_cast<int64_t>(v) : 0;
+    ok = ok && value >= lo;
+  } else if (it->is_number_integer()) {
+    value = it->get<int64_t>();
+    ok = value >= lo && value <= hi;
+  }
+  if (!ok) {
+    return malformed(path + "." + name,
+                     "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  out = value;
+  return core::Status::ok();
+}
+
+bool isGuid(const std::string& text) {
+  if (text.size() < 3 || text.size() > 2 + kMaxGuidDigits) return false;
+  if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return false;
+  return std::all_of(text.begin() + 2, text.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// 0x2C9 and 0x00000000000002c9 are one port: lock keys use 16 lowercase digits.
+std::string canonicalGuid(const std::string& guid) {
+  std::string digits = guid.size() > 2 ? guid.substr(2) : "";
+  std::transform(digits.begin(), digits.end(), digits.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  if (digits.size() < kMaxGuidDigits) digits.insert(0, kMaxGuidDigits - digits.size(), '0');
+  return "0x" + digits;
+}
+
+json interfaceJson(const InterfaceTarget& t) { return {{"netns", t.netns}, {"ifname", t.ifname}}; }
+
+// The type tag is optional here: it is the old form, and traffic-set endpoints omit it.
+core::Result<InterfaceTarget> interfaceFromJson(const json& doc, const std::string& path) {
+  if (!doc.is_object()) return malformed(path, "must be an object");
+  // The tag first: an endpoint of another type is better told so than about its fields.
+  if (auto type = doc.find("type"); type != doc.end() && *type != "interface") {
+    return malformed(path + ".type", "must be \"interface\" here");
+  }
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "netns", "ifname"}));
+  InterfaceTarget target;
+  FC_RETURN_IF_ERROR(readString(doc, path, "ifname", true, target.ifname));
+  FC_RETURN_IF_ERROR(readString(doc, path, "netns", false, target.netns));
+  return target;
+}
+
+core::Result<Target> rdmaPortFromJson(const json& doc, const std::string& path) {
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "device", "port", "gid_index"}));
+  RdmaPortTarget target;
+  FC_RETURN_IF_ERROR(readString(doc, path, "device", true, target.device));
+  if (target.device.find('/') != std::string::npos) {
+    return malformed(path + ".device", "'" + target.device + "' is not a device name");
+  }
+  std::optional<int64_t> port;
+  std::optional<int64_t> gid_index;
+  FC_RETURN_IF_ERROR(readInt(doc, path, "port", 1, kMaxRdmaPort, port));
+  FC_RETURN_IF_ERROR(readInt(doc, path, "gid_index", 0, kMaxGidIndex, gid_index));
+  if (port) target.port = static_cast<int>(*port);
+  if (gid_index) target.gid_index = static_cast<int>(*gid_index);
+  return Target(std::move(target));
+}
+
+core::Result<Target> subnetManagerFromJson(const json& doc, const std::string& path) {
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "port_guid", "node"}));
+  if (doc.contains("port_guid") == doc.contains("node")) {
+    return malformed(path, "set exactly one of port_guid, node");
+  }
+  SubnetManagerTarget target;
+  FC_RETURN_IF_ERROR(readString(doc, path, "port_guid", false, target.port_guid));
+  FC_RETURN_IF_ERROR(readString(doc, path, "node", false, target.node));
+  if (doc.contains("port_guid") && !isGuid(target.port_guid)) {
+    return malformed(path + ".port_guid", "must be 0x followed by 1 to 16 hex digits");
+  }
+  if (doc.contains("node") && target.node.empty()) {
+    return malformed(path + ".node", "must be a non-empty string");
+  }
+  return Target(std::move(target));
+}
+
+core::Result<Target> processFromJson(const json& doc, const std::string& path) {
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "pid", "rank"}));
+  if (doc.contains("pid") == doc.contains("rank")) {
+    return malformed(path, "set exactly one of pid, rank");
+  }
+  ProcessTarget target;
+  std::optional<int64_t> rank;
+  FC_RETURN_IF_ERROR(readInt(doc, path, "pid", 1, kMaxPid, target.pid));
+  FC_RETURN_IF_ERROR(readInt(doc, path, "rank", 0, INT_MAX, rank));
+  if (rank) target.rank = static_cast<int>(*rank);
+  return Target(std::move(target));
+}
+
+core::Status endpointsFromJson(const json& doc, const std::string& path, const char* name,
+                               std::vector<InterfaceTarget>& out) {
+  const std::string field = path + "." + name;
+  auto it = doc.find(name);
+  if (it == doc.end()) return malformed(field, "required");
+  if (!it->is_array() || it->empty()) return malformed(field, "must be a non-empty array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    auto endpoint = interfaceFromJson((*it)[i], field + "[" + std::to_string(i) + "]");
+    if (!endpoint.isOk()) return endpoint.status();
+    out.push_back(std::move(endpoint.value()));
+  }
+  return core::Status::ok();
+}
+
+core::Result<Target> trafficSetFromJson(const json& doc, const std::string& path) {
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "sources", "sinks"}));
+  TrafficSetTarget target;
+  FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sources", target.sources));
+  FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sinks", target.sinks));
+  return Target(std::move(target));
+}
+
+std::string joinedInterfaces(const std::vector<InterfaceTarget>& endpoints) {
+  std::string out;
+  for (const InterfaceTarget& endpoint : endpoints) {
+    if (!out.empty()) out += ", ";
+    out += describe(Target(endpoint));
+  }
+  return out;
+}
+
+std::string interfaceKey(const InterfaceTarget& t) { return "if/" + t.netns + "/" + t.ifname; }
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+// Spelled out: clang 14 (the fuzz build) has no aggregate deduction.
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+}  // namespace
+
+TargetType typeOf(const Target& target) {
+  return std::visit(Overloaded{
+                        [](const InterfaceTarget&) { return TargetType::kInterface; },
+                        [](const RdmaPortTarget&) { return TargetType::kRdmaPort; },
+                        [](const SubnetManagerTarget&) { return TargetType::kSubnetManager; },
+                        [](const ProcessTarget&) { return TargetType::kProcess; },
+                        [](const TrafficSetTarget&) { return TargetType::kTrafficSet; },
+                    },
+                    target);
+}
+
+std::string toString(TargetType type) {
+  for (const TypeName& entry : kTypeNames) {
+    if (entry.type == type) return entry.name;
+  }
+  return "unknown";
+}
+
+std::optional<TargetType> parseTargetType(std::string_view name) {
+  for (const TypeName& entry : kTypeNames) {
+    if (name == entry.name) return entry.type;
+  }
+  return std::nullopt;
+}
+
+json toJson(const Target& target) {
+  json doc = std::visit(
+      Overloaded{
+          [](const InterfaceTarget& t) { return interfaceJson(t); },
+          [](const RdmaPortTarget& t) {
+            return json{{"device", t.device}, {"port", t.port}, {"gid_index", t.gid_index}};
+          },
+          [](const SubnetManagerTarget& t) {
+            return t.port_guid.empty() ? json{{"node", t.node}} : json{{"port_guid", t.port_guid}};
+          },
+          [](const ProcessTarget& t) {
+            return t.pid ? json{{"pid", *t.pid}} : json{{"rank", t.rank.value_or(0)}};
+          },
+          [](const TrafficSetTarget& t) {
+            json sources = json::array();
+            json sinks = json::array();
+            for (const InterfaceTarget& s : t.sources) sources.push_back(interfaceJson(s));
+            for (const InterfaceTarget& s : t.sinks) sinks.push_back(interfaceJson(s));
+            return json{{"sources", std::move(sources)}, {"sinks", std::move(sinks)}};
+          },
+      },
+      target);
+  doc["type"] = toString(typeOf(target));
+  return doc;
+}
+
+core::Result<Target> targetFromJson(const json& doc, const std::string& path) {
+  if (!doc.is_object()) return malformed(path, "must be an object");
+  auto tag = doc.find("type");
+  if (tag == doc.end()) {
+    auto target = interfaceFromJson(doc, path);
+    if (!target.isOk()) return target.status();
+    return Target(std::move(target.value()));
+  }
+  if (!tag->is_string()) return malformed(path + ".type", "must be a string");
+  const std::optional<TargetType> type = parseTargetType(tag->get_ref<const std::string&>());
+  if (!type) {
+    return malformed(path + ".type", "unknown target type \"" + tag->get<std::string>() +
+                                         "\" (expected one of " + knownTypes() + ")");
+  }
+  switch (*type) {
+    case TargetType::kInterface: {
+      auto target = interfaceFromJson(doc, path);
+      if (!target.isOk()) return target.status();
+      return Target(std::move(target.value()));
+    }
+    case TargetType::kRdmaPort:
+      return rdmaPortFromJson(doc, path);
+    case TargetType::kSubnetManager:
+      return subnetManagerFromJson(doc, path);
+    case TargetType::kProcess:
+      return processFromJson(doc, path);
+    case TargetType::kTrafficSet:
+      return trafficSetFromJson(doc, path);
+  }
+  return malformed(path + ".type", "unknown target type");
+}
+
+std::string describe(const Target& target) {
+  return std::visit(Overloaded{
+                        [](const InterfaceTarget& t) {
+                          return t.netns.empty() ? t.ifname : t.netns + "/" + t.ifname;
+                        },
+                        [](const RdmaPortTarget& t) {
+                          return "RDMA port " + t.device + ":" + std::to_string(t.port) + " (gid " +
+                                 std::to_string(t.gid_index) + ")";
+                        },
+                        [](const SubnetManagerTarget& t) {
+                          return t.port_guid.empty() ? "subnet manager on node " + t.node
+                                                     : "subnet manager " + t.port_guid;
+                        },
+                        [](const ProcessTarget& t) {
+                          return t.pid ? "process " + std::to_string(*t.pid)
+                                       : "workload rank " + std::to_string(t.rank.value_or(0));
+                        },
+                        [](const TrafficSetTarget& t) {
+                          return "traffic from " + joinedInterfaces(t.sources) + " to " +
+                                 joinedInterfaces(t.sinks);
+                        },
+                    },
+                    target);
+}
+
+std::vector<std::string> lockKeys(const Target& target) {
+  return std::visit(
+      Overloaded{
+          [](const InterfaceTarget& t) { return std::vector<std::string>{interfaceKey(t)}; },
+          [](const RdmaPortTarget& t) {
+            return std::vector<std::string>{"rdma/" + t.device + "/" + std::to_string(t.port)};
+          },
+          [](const SubnetManagerTarget& t) {
+            return std::vector<std::string>{t.port_guid.empty()
+                                                ? "sm/node/" + t.node
+                                                : "sm/guid/" + canonicalGuid(t.port_guid)};
+          },
+          [](const ProcessTarget& t) {
+            return std::vector<std::string>{t.pid ? "process/pid/" + std::to_string(*t.pid)
+                                                  : "process/rank/" +
+                                                        std::to_string(t.rank.value_or(0))};
+          },
+          [](const TrafficSetTarget& t) {
+            // An interface that is both a source and a sink is held once.
+            std::vector<std::string> keys;
+            for (const auto* side : {&t.sources, &t.sinks}) {
+              for (const InterfaceTarget& endpoint : *side) {
+                std::string key = interfaceKey(endpoint);
+                if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+                  keys.push_back(std::move(key));
+                }
+              }
+            }
+            return keys;
+          },
+      },
+      target);
+}
+
+const InterfaceTarget* interfaceOf(const Target& target) {
+  return std::get_if<InterfaceTarget>(&target);
+}
+
+core::Result<InterfaceTarget> requireInterface(std::string_view kind, const Target& target) {
+  if (const InterfaceTarget* interface = interfaceOf(target)) return *interface;
+  const TargetType type = typeOf(target);
+  const char* article = type == TargetType::kRdmaPort ? "an" : "a";
+  return core::Status(
+      core::StatusCode::kInvalidArgument,
+      std::string(kind) + " acts on an interface, not on " + article + " " + toString(type));
+}
+
+}  // namespace fabric_chaos::injectors

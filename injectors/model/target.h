@@ -1,0 +1,90 @@
+#pragma once
+// What a fault acts on: a small tagged union of interface, RDMA port, subnet manager, process or
+// workload rank, and traffic set. Target locks, allowlists, agent routing and the journal all key
+// on it, through describe(), lockKeys() and the JSON codec here, so that no caller assumes "the
+// target is an interface". Pure data and pure functions: no system calls; safe from any thread.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fabric_chaos::injectors {
+
+struct InterfaceTarget {
+  std::string netns;  // "" = the acting agent's own namespace
+  std::string ifname;
+  bool operator==(const InterfaceTarget&) const = default;
+};
+
+// One port of an RDMA device, as libibverbs numbers it (ports start at 1).
+struct RdmaPortTarget {
+  std::string device;  // "rxe0", "mlx5_0"
+  int port = 1;
+  int gid_index = 0;
+  bool operator==(const RdmaPortTarget&) const = default;
+};
+
+// One subnet manager instance, named by exactly one of its port GUID or its node name.
+struct SubnetManagerTarget {
+  std::string port_guid;  // "0x0002c903000a1b2c"
+  std::string node;       // the SM's node description, e.g. "sm1"
+  bool operator==(const SubnetManagerTarget&) const = default;
+};
+
+// One process, named by exactly one of its pid or its workload rank.
+struct ProcessTarget {
+  std::optional<int64_t> pid;
+  std::optional<int> rank;
+  bool operator==(const ProcessTarget&) const = default;
+};
+
+// The endpoints of multi-host traffic (incast, hot spots): each side is a list of interfaces.
+struct TrafficSetTarget {
+  std::vector<InterfaceTarget> sources;
+  std::vector<InterfaceTarget> sinks;
+  bool operator==(const TrafficSetTarget&) const = default;
+};
+
+using Target = std::variant<InterfaceTarget, RdmaPortTarget, SubnetManagerTarget, ProcessTarget,
+                            TrafficSetTarget>;
+
+enum class TargetType { kInterface, kRdmaPort, kSubnetManager, kProcess, kTrafficSet };
+
+TargetType typeOf(const Target& target);
+// The JSON "type" tag: "interface", "rdma_port", "subnet_manager", "process", "traffic_set".
+std::string toString(TargetType type);
+std::optional<TargetType> parseTargetType(std::string_view name);
+
+// {"type": "interface", "netns": .., "ifname": ..}, {"type": "rdma_port", "device": ..,
+// "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": ..},
+// {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..]}
+// (endpoints as {"netns", "ifname"}).
+nlohmann::json toJson(const Target& target);
+// Strict: unknown fields are refused. A target without "type" is an interface, the only form the
+// previous version wrote, so its journals stay revertible after an upgrade. Errors are
+// kInvalidArgument naming the field under `path` ("target.ifname: required").
+core::Result<Target> targetFromJson(const nlohmann::json& doc, const std::string& path = "target");
+
+// For messages: "fcl-sw0/p1", "eth0", "RDMA port rxe0:1 (gid 0)", "subnet manager 0x..",
+// "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0".
+std::string describe(const Target& target);
+
+// What the target occupies, for target locks and composition: "if/<netns>/<ifname>",
+// "rdma/<device>/<port>", "sm/guid/<guid>" or "sm/node/<node>", "process/pid/<pid>" or
+// "process/rank/<rank>"; a traffic set occupies each of its endpoint interfaces (listed once).
+std::vector<std::string> lockKeys(const Target& target);
+
+// The interface, when the target is one; nullptr otherwise.
+const InterfaceTarget* interfaceOf(const Target& target);
+
+// For the kinds that act on one interface: the interface, or kInvalidArgument naming the kind and
+// the target type ("link_flap acts on an interface, not on an rdma_port").
+core::Result<InterfaceTarget> requireInterface(std::string_view kind, const Target& target);
+
+}  // namespace fabric_chaos::injectors

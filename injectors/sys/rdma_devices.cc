@@ -1,0 +1,79 @@
+#include "injectors/sys/rdma_devices.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+namespace fabric_chaos::sys {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::string readSmallFile(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  return trim(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+}
+
+class SysfsRdmaDevices : public RdmaDevices {
+ public:
+  explicit SysfsRdmaDevices(std::string sys_root) : sys_root_(std::move(sys_root)) {}
+
+  std::vector<RdmaDevice> list() override {
+    std::vector<RdmaDevice> out;
+    std::error_code ec;
+    for (const auto& device :
+         fs::directory_iterator(fs::path(sys_root_) / "class" / "infiniband", ec)) {
+      RdmaDevice dev;
+      dev.name = device.path().filename().string();
+      std::error_code port_ec;
+      for (const auto& port : fs::directory_iterator(device.path() / "ports", port_ec)) {
+        RdmaPortState state;
+        state.port = std::atoi(port.path().filename().string().c_str());
+        state.state = rdmaPortStateName(readSmallFile(port.path() / "state"));
+        // Counted with the error_code forms: sysfs entries may vanish while we read (hot unplug).
+        std::error_code gid_ec;
+        for (fs::directory_iterator it(port.path() / "gids", gid_ec), end; !gid_ec && it != end;
+             it.increment(gid_ec)) {
+          ++state.gid_table_size;
+        }
+        dev.ports.push_back(std::move(state));
+      }
+      std::sort(dev.ports.begin(), dev.ports.end(),
+                [](const RdmaPortState& a, const RdmaPortState& b) { return a.port < b.port; });
+      out.push_back(std::move(dev));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const RdmaDevice& a, const RdmaDevice& b) { return a.name < b.name; });
+    return out;
+  }
+
+ private:
+  std::string sys_root_;
+};
+
+}  // namespace
+
+std::string rdmaPortStateName(const std::string& sysfs_state) {
+  const std::string text = trim(sysfs_state);
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return text;
+  const std::string number = text.substr(0, colon);
+  if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) return text;
+  return trim(text.substr(colon + 1));
+}
+
+std::unique_ptr<RdmaDevices> makeSysfsRdmaDevices(std::string sys_root) {
+  return std::make_unique<SysfsRdmaDevices>(std::move(sys_root));
+}
+
+}  // namespace fabric_chaos::sys

@@ -1,0 +1,405 @@
+#include "scenarios/engine/fault_timeline.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <system_error>
+#include <thread>
+
+#include "core/log.h"
+#include "scenarios/composition.h"
+
+namespace fabric_chaos::scenarios {
+
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+
+namespace {
+
+injectors::Fault faultFor(const PlannedAction& action) {
+  return injectors::Fault{action.kind, action.target.target, action.params};
+}
+
+// Journal entries carry the agent that applied the fault, so that start-up recovery asks the same
+// agent to revert it. The fault itself stays in injectors::toJson form.
+json journalFault(const injectors::Fault& fault, const AgentRef& agent) {
+  json doc = injectors::toJson(fault);
+  if (!agent.isLocal()) doc["agent"] = {{"name", agent.name}, {"token_file", agent.token_file}};
+  return doc;
+}
+
+// The tagged target (an interface keeps its "netns" and "ifname" fields) and where it sits.
+json targetJson(const ResolvedTarget& t) {
+  json doc = injectors::toJson(t.target);
+  doc["host"] = t.host;
+  doc["link"] = t.link_id;
+  doc["side"] = t.side;
+  return doc;
+}
+
+json actionJson(const PlannedAction& action) {
+  return {{"step", action.step},
+          {"phase", action.phase},
+          {"kind", action.kind},
+          {"target", targetJson(action.target)}};
+}
+
+// Runs every call at once (the first on this thread) and returns their results in order: the
+// faults of one instant reach N interfaces together instead of one after the other.
+std::vector<Status> runConcurrently(const std::vector<std::function<Status()>>& calls) {
+  std::vector<Status> results(calls.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < calls.size(); ++i) {
+    try {
+      threads.emplace_back([&results, &calls, i] { results[i] = calls[i](); });
+    } catch (const std::system_error&) {
+      results[i] = calls[i]();  // no thread to be had: late, but done
+    }
+  }
+  if (!calls.empty()) results[0] = calls[0]();
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+}  // namespace
+
+AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target) {
+  if (target.side != "host") return AgentRef{};
+  const Host* host = fabric.findHost(target.host);
+  return host == nullptr ? AgentRef{} : AgentRef{host->agent, host->agent_token_file};
+}
+
+int64_t revertRetryDelayMs(int attempts) {
+  int64_t delay = 20;
+  for (int i = 1; i < attempts && delay < 1000; ++i) delay *= 2;
+  return std::min<int64_t>(delay, 1000);
+}
+
+FaultTimeline::FaultTimeline(FaultTimelineDeps deps, Fabric fabric)
+    : deps_(deps), fabric_(std::move(fabric)) {}
+
+double FaultTimeline::msNow() const {
+  return static_cast<double>(deps_.clock->nowNs() - deps_.origin_ns) / 1e6;
+}
+
+void FaultTimeline::event(const std::string& kind, json detail) {
+  store::EventRecord record{deps_.run_id, msNow(), core::wallNowMs(), kind, std::move(detail)};
+  if (deps_.recorder != nullptr) {
+    deps_.recorder->event(std::move(record));
+  } else {
+    (void)deps_.store->appendEvent(record);
+  }
+}
+
+void FaultTimeline::mark(Pattern& pattern, const std::string& state) {
+  if (pattern.last_mark == state) return;
+  pattern.last_mark = state;
+  if (deps_.recorder != nullptr) {
+    deps_.recorder->journalMark(pattern.journal_id, state);
+  } else {
+    (void)deps_.store->journalMark(pattern.journal_id, state);
+  }
+}
+
+void FaultTimeline::updateCount() { active_count_ = static_cast<int>(stacks_.size()); }
+
+std::string FaultTimeline::stackKey(const PlannedAction& action) const {
+  return targetKey(action.target) + "#" + kindTraits(action.kind).resource;
+}
+
+std::string FaultTimeline::patternKey(const PlannedAction& action) const {
+  return stackKey(action) + "#" + action.kind;
+}
+
+FaultTimeline::Stack* FaultTimeline::holding(size_t index, std::string* key) {
+  for (auto& [k, stack] : stacks_) {
+    if (stack.members.count(index) != 0) {
+      if (key != nullptr) *key = k;
+      return &stack;
+    }
+  }
+  return nullptr;
+}
+
+core::Result<FaultTimeline::Pattern*> FaultTimeline::patternFor(const PlannedAction& action) {
+  const std::string key = patternKey(action);
+  if (auto it = patterns_.find(key); it != patterns_.end()) return &it->second;
+  const AgentRef ref = agentForTarget(fabric_, action.target);
+  auto agent = deps_.agents->agentFor(ref);
+  if (!agent.isOk()) return agent.status();
+  const injectors::Fault fault = faultFor(action);
+  auto prior = (*agent)->captureFault(fault);
+  if (!prior.isOk()) {
+    return prior.status().withContext("reading state before " + action.kind + " on " +
+                                      describeTarget(action.target));
+  }
+  // Intent first: if this process dies from here on, start-up recovery finds it.
+  auto journal = deps_.store->journalIntent(deps_.run_id, journalFault(fault, ref), *prior);
+  if (!journal.isOk()) return journal.status().withContext("journaling " + action.kind);
+  Pattern& pattern = patterns_[key];
+  pattern.journal_id = journal.value();
+  pattern.prior = prior.value();
+  pattern.agent = agent.value();
+  pattern.last_mark = "intent";
+  return &pattern;
+}
+
+Status FaultTimeline::prepare(const std::vector<PlannedAction>& plan) {
+  for (const PlannedAction& action : plan) {
+    auto pattern = patternFor(action);
+    if (!pattern.isOk()) return pattern.status();
+    ++(*pattern)->remaining;
+  }
+  return Status::ok();
+}
+
+Status FaultTimeline::apply(const std::vector<size_t>& indices,
+                            const std::vector<PlannedAction>& plan, double scheduled_ms) {
+  Status first_error;
+  auto fail = [&](const PlannedAction& action, json detail, const Status& s) {
+    detail["error"] = s.message();
+    event("fault_error", std::move(detail));
+    if (first_error.isOk()) {
+      first_error = s.withContext("applying " + action.kind + " on " +
+                                  injectors::describe(action.target.target));
+    }
+  };
+  auto detailOf = [&](const PlannedAction& action) {
+    json detail = actionJson(action);
+    detail["params"] = action.params;
+    detail["scheduled_ms"] = scheduled_ms;
+    return detail;
+  };
+  auto opened = [&](int step, double t) {
+    auto [window, fresh] = windows_.try_emplace(step, t, t);
+    if (!fresh) window->second.first = std::min(window->second.first, t);
+  };
+
+  std::vector<Call> calls;
+  for (size_t index : indices) {
+    const PlannedAction& action = plan[index];
+    auto pattern = patternFor(action);
+    if (!pattern.isOk()) {
+      fail(action, detailOf(action), pattern.status());
+      continue;
+    }
+    Pattern& p = **pattern;
+    p.remaining = std::max(0, p.remaining - 1);
+    const std::string key = stackKey(action);
+    if (auto it = stacks_.find(key); it != stacks_.end()) {
+      Stack& stack = it->second;
+      if (stack.base.kind != action.kind ||
+          kindTraits(action.kind).composition != Composition::kStacks) {
+        // Validation refuses such plans; a fabric changed under a queued run can still get here.
+        fail(action, detailOf(action),
+             Status(StatusCode::kUnprocessable,
+                    "steps[" + std::to_string(action.step) + "] (" + action.kind +
+                        ") overlaps steps[" + std::to_string(stack.base.step) + "] (" +
+                        stack.base.kind + ") on " + describeTarget(action.target) +
+                        ", and the two cannot compose"));
+        continue;
+      }
+      if (stack.members.empty()) {
+        // Its restore failed, so it is still faulted; apply again all the same, so that the
+        // effect is certainly in force for this window (apply is idempotent).
+        stack.members[index] = action.step;
+        stack.retry_at_ns = 0;
+        calls.push_back({index, key});
+        continue;
+      }
+      std::vector<int> held_by;
+      for (const auto& [i, step] : stack.members) held_by.push_back(step);
+      stack.members[index] = action.step;
+      opened(action.step, msNow());
+      json detail = detailOf(action);
+      detail["stacked_on"] = held_by;
+      detail["journal_id"] = p.journal_id;
+      event("fault_applied", std::move(detail));
+      continue;
+    }
+    Stack stack;
+    stack.seq = next_seq_++;
+    stack.base = action;
+    stack.fault = faultFor(action);
+    stack.pattern = patternKey(action);
+    stack.members[index] = action.step;
+    stacks_[key] = std::move(stack);
+    calls.push_back({index, key});
+  }
+  updateCount();
+
+  std::vector<std::function<Status()>> agent_calls;
+  for (const Call& call : calls) {
+    const Stack& stack = stacks_.at(call.stack);
+    agent::Agent* agent = patterns_.at(stack.pattern).agent;
+    agent_calls.push_back([agent, &stack] { return agent->applyFault(stack.fault); });
+  }
+  const std::vector<Status> results = runConcurrently(agent_calls);
+  if (deps_.progressed) deps_.progressed();
+  const double t = msNow();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const PlannedAction& action = plan[calls[i].index];
+    Pattern& pattern = patterns_.at(stacks_.at(calls[i].stack).pattern);
+    if (!results[i].isOk()) {
+      // Half-applied, perhaps: the stack stays so that revertAll() takes it back.
+      fail(action, detailOf(action), results[i]);
+      continue;
+    }
+    mark(pattern, "applied");
+    opened(action.step, t);
+    json detail = detailOf(action);
+    detail["journal_id"] = pattern.journal_id;
+    event("fault_applied", std::move(detail));
+  }
+  return first_error;
+}
+
+void FaultTimeline::revert(const std::vector<size_t>& indices, const std::string& why,
+                           double scheduled_ms, bool urgent) {
+  std::vector<std::string> to_restore;
+  for (size_t index : indices) {
+    std::string key;
+    Stack* stack = holding(index, &key);
+    if (stack == nullptr) continue;
+    const int step = stack->members[index];
+    stack->members.erase(index);
+    if (auto window = windows_.find(step); window != windows_.end()) {
+      window->second.second = std::max(window->second.second, msNow());
+    }
+    if (stack->members.empty()) {
+      to_restore.push_back(key);
+      continue;
+    }
+    // Another fault still holds the resource: its state stays until the last one ends.
+    std::vector<int> held_by;
+    for (const auto& [i, s] : stack->members) held_by.push_back(s);
+    PlannedAction ended = stack->base;
+    ended.step = step;
+    json detail = actionJson(ended);
+    detail["reason"] = why;
+    detail["restored"] = false;
+    detail["still_held_by"] = held_by;
+    if (scheduled_ms >= 0) detail["scheduled_ms"] = scheduled_ms;
+    event("fault_reverted", std::move(detail));
+  }
+  restore(to_restore, why, scheduled_ms, urgent);
+}
+
+void FaultTimeline::restore(const std::vector<std::string>& keys, const std::string& why,
+                            double scheduled_ms, bool urgent) {
+  if (keys.empty()) return;
+  std::vector<json> observed(keys.size(), json::object());
+  std::vector<std::function<Status()>> calls;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Stack& stack = stacks_.at(keys[i]);
+    const Pattern& pattern = patterns_.at(stack.pattern);
+    json* seen = &observed[i];
+    calls.push_back([&stack, &pattern, seen, urgent] {
+      if (!urgent) {
+        if (auto o = pattern.agent->observeFault(stack.fault); o.isOk()) *seen = o.value();
+      }
+      return pattern.agent->revertFault(stack.fault, pattern.prior);
+    });
+  }
+  const std::vector<Status> results = runConcurrently(calls);
+  if (deps_.progressed) deps_.progressed();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Stack& stack = stacks_.at(keys[i]);
+    Pattern& pattern = patterns_.at(stack.pattern);
+    json detail = actionJson(stack.base);
+    detail["reason"] = why;
+    detail["observed"] = observed[i];
+    detail["journal_id"] = pattern.journal_id;
+    if (scheduled_ms >= 0) detail["scheduled_ms"] = scheduled_ms;
+    if (!results[i].isOk()) {
+      ++stack.attempts;
+      const int64_t delay_ms = revertRetryDelayMs(stack.attempts);
+      stack.retry_at_ns = deps_.clock->nowNs() + delay_ms * 1000000;
+      stack.last_error = results[i].message();
+      detail["error"] = results[i].message();
+      detail["attempt"] = stack.attempts;
+      detail["retry_in_ms"] = delay_ms;
+      event("revert_error", std::move(detail));
+      core::logError("run " + std::to_string(deps_.run_id) + ": revert of " + stack.base.kind +
+                     " on " + describeTarget(stack.base.target) + " failed (attempt " +
+                     std::to_string(stack.attempts) + "): " + results[i].toString());
+      mark(pattern, "failed");
+      continue;
+    }
+    // The pattern's entry stays open while later phases are planned on it.
+    mark(pattern, pattern.remaining == 0 ? "reverted" : "applied");
+    detail["restored"] = true;
+    detail["attempts"] = stack.attempts + 1;
+    event("fault_reverted", std::move(detail));
+    stacks_.erase(keys[i]);
+  }
+  updateCount();
+}
+
+void FaultTimeline::retryDue() {
+  const int64_t now = deps_.clock->nowNs();
+  std::vector<std::string> due;
+  for (const auto& [key, stack] : stacks_) {
+    if (stack.members.empty() && stack.retry_at_ns != 0 && stack.retry_at_ns <= now) {
+      due.push_back(key);
+    }
+  }
+  restore(due, "retry", -1, false);
+}
+
+std::optional<int64_t> FaultTimeline::nextRetryNs() const {
+  std::optional<int64_t> next;
+  for (const auto& [key, stack] : stacks_) {
+    if (!stack.members.empty() || stack.retry_at_ns == 0) continue;
+    if (!next || stack.retry_at_ns < *next) next = stack.retry_at_ns;
+  }
+  return next;
+}
+
+int FaultTimeline::revertAll(const std::string& why, int64_t give_up_ns) {
+  const double now_ms = msNow();
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (auto& [key, stack] : stacks_) {
+    for (const auto& [index, step] : stack.members) {
+      if (auto window = windows_.find(step); window != windows_.end()) {
+        window->second.second = std::max(window->second.second, now_ms);
+      }
+    }
+    stack.members.clear();
+    order.emplace_back(stack.seq, key);
+  }
+  // Nothing more is applied: a pattern's entry closes with its last restore.
+  for (auto& [key, pattern] : patterns_) pattern.remaining = 0;
+  std::sort(order.rbegin(), order.rend());  // newest first
+  const size_t before = stacks_.size();
+  for (const auto& [seq, key] : order) restore({key}, why, -1, true);
+  while (!stacks_.empty()) {
+    auto next = nextRetryNs();
+    if (!next || *next > give_up_ns) break;
+    deps_.clock->sleepUntilNs(*next);
+    retryDue();
+  }
+  // Entries journaled for phases that never came (an early stop) were never applied.
+  std::set<std::string> still_held;
+  for (const auto& [key, stack] : stacks_) still_held.insert(stack.pattern);
+  for (auto& [key, pattern] : patterns_) {
+    if (still_held.count(key) == 0) mark(pattern, "reverted");
+  }
+  return static_cast<int>(before - stacks_.size());
+}
+
+std::vector<LeftFault> FaultTimeline::left() const {
+  std::vector<const Stack*> ordered;
+  for (const auto& [key, stack] : stacks_) ordered.push_back(&stack);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Stack* a, const Stack* b) { return a->seq > b->seq; });
+  std::vector<LeftFault> out;
+  for (const Stack* stack : ordered) {
+    out.push_back({stack->base.kind, stack->base.target, patterns_.at(stack->pattern).journal_id,
+                   stack->attempts, stack->last_error});
+  }
+  return out;
+}
+
+}  // namespace fabric_chaos::scenarios

@@ -1,0 +1,144 @@
+#pragma once
+// The faults one run holds on the fabric, from apply to a confirmed revert.
+// - Journal: prepare() captures the state of every (target, resource, kind) the plan touches and
+//   journals it once, before the first apply, so that no scheduled instant waits for an fsync;
+//   a flap pattern's phases share that one entry, marked reverted when its last phase ends.
+// - Stacks: per target resource (scenarios/composition.h) the run's faults form a stack: the
+//   first applies, faults that overlap it only join it, the last one out restores the captured
+//   state, so crossing and nested windows always end where the run found the fabric.
+// - Failures: a revert that fails keeps its stack and is retried with back-off (retryDue,
+//   revertAll); what still fails when the run ends is reported by left(), and the journal keeps
+//   it for start-up recovery.
+// - Timing: the faults of one instant go to their agents concurrently; events and journal marks
+//   are written by the RunRecorder, off the critical path.
+// Run thread only, except activeCount(), which any thread may read.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "core/clock.h"
+#include "core/status.h"
+#include "scenarios/engine/agent_directory.h"
+#include "scenarios/engine/run_recorder.h"
+#include "scenarios/plan.h"
+#include "server/store/store.h"
+
+namespace fabric_chaos::scenarios {
+
+// Which agent acts on a target: a host's own NIC goes to that host's agent; switch ports live in
+// the lab's switch namespaces on the controller's machine, so the local agent acts on them.
+AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target);
+
+// Back-off between revert attempts: 20 ms, doubling, at most 1 s.
+int64_t revertRetryDelayMs(int attempts);
+
+struct FaultTimelineDeps {
+  store::Store* store = nullptr;
+  AgentDirectory* agents = nullptr;
+  core::Clock* clock = nullptr;
+  RunRecorder* recorder = nullptr;
+  int64_t run_id = 0;
+  int64_t origin_ns = 0;  // the run clock's origin: event times are ms from here
+  // Called whenever an agent call returns and on every retry pass: the run is not wedged.
+  std::function<void()> progressed;
+};
+
+// A fault whose revert never succeeded: the run that owned it cannot pass.
+struct LeftFault {
+  std::string kind;
+  ResolvedTarget target;
+  int64_t journal_id = 0;
+  int attempts = 0;
+  std::string error;
+};
+
+class FaultTimeline {
+ public:
+  FaultTimeline(FaultTimelineDeps deps, Fabric fabric);
+  // The fabric as resolved when the run started: which agent acts on each target.
+  void setFabric(Fabric fabric) { fabric_ = std::move(fabric); }
+
+  // Captures and journals, once per (target, resource, kind), the state the plan's faults will
+  // change. Before the first apply; an error (an agent refusing a target) touches nothing.
+  core::Status prepare(const std::vector<PlannedAction>& plan);
+
+  // Applies planned actions `indices` (of `plan`), all scheduled at `scheduled_ms`, concurrently.
+  // An action whose resource the run already holds through a stacking kind joins that stack. The
+  // first error is returned after every action of the instant was tried; a failed action leaves
+  // its stack in place (it may be half-applied): revertAll() takes it back.
+  core::Status apply(const std::vector<size_t>& indices, const std::vector<PlannedAction>& plan,
+                     double scheduled_ms);
+  // Ends actions `indices`, concurrently. A stack's state is restored when its last action ends;
+  // a failed restore is retried by retryDue() and revertAll(). `scheduled_ms` < 0 for unscheduled
+  // reverts; `urgent` skips the observation taken before a revert (a stop counts every ms).
+  void revert(const std::vector<size_t>& indices, const std::string& why, double scheduled_ms,
+              bool urgent);
+  // Retries the failed reverts whose back-off has passed.
+  void retryDue();
+  // When the next retry is due (steady ns); nullopt when none is pending.
+  std::optional<int64_t> nextRetryNs() const;
+  // Restores every stack, newest first, then retries the failures with back-off until
+  // `give_up_ns`, and closes the journal entries of patterns that never (re)applied. Returns how
+  // many stacks were restored now.
+  int revertAll(const std::string& why, int64_t give_up_ns);
+
+  std::vector<LeftFault> left() const;
+  int activeCount() const { return active_count_.load(); }
+  // step -> [first apply, last end], run-clock ms.
+  const std::map<int, std::pair<double, double>>& windows() const { return windows_; }
+
+ private:
+  // One journal entry: the state one kind changes on one target resource, captured before the
+  // plan's first fault there, shared by every phase of the plan on it.
+  struct Pattern {
+    int64_t journal_id = 0;
+    nlohmann::json prior;
+    agent::Agent* agent = nullptr;
+    int remaining = 0;      // planned applies not yet made
+    std::string last_mark;  // what the journal was last told
+  };
+  struct Stack {
+    uint64_t seq = 0;    // creation order: revertAll goes newest first
+    PlannedAction base;  // the action that opened it: its fault is what the agent holds
+    injectors::Fault fault;
+    std::string pattern;            // key into patterns_
+    std::map<size_t, int> members;  // action index -> step
+    int attempts = 0;               // failed revert attempts
+    int64_t retry_at_ns = 0;        // 0 = no revert pending
+    std::string last_error;
+  };
+  // An agent call to make for one action of an instant.
+  struct Call {
+    size_t index = 0;
+    std::string stack;
+  };
+
+  std::string stackKey(const PlannedAction& action) const;
+  std::string patternKey(const PlannedAction& action) const;
+  Stack* holding(size_t index, std::string* key);
+  core::Result<Pattern*> patternFor(const PlannedAction& action);
+  void mark(Pattern& pattern, const std::string& state);
+  // Restores the given stacks' captured state concurrently; the restored ones are gone after.
+  void restore(const std::vector<std::string>& keys, const std::string& why, double scheduled_ms,
+               bool urgent);
+  void event(const std::string& kind, nlohmann::json detail);
+  double msNow() const;
+  void updateCount();
+
+  FaultTimelineDeps deps_;
+  Fabric fabric_;
+  std::map<std::string, Pattern> patterns_;
+  std::map<std::string, Stack> stacks_;
+  uint64_t next_seq_ = 1;
+  std::map<int, std::pair<double, double>> windows_;
+  std::atomic<int> active_count_{0};
+};
+
+}  // namespace fabric_chaos::scenarios

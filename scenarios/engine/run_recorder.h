@@ -1,0 +1,51 @@
+#pragma once
+// Writes a run's events and journal marks on a thread of its own, in the order they were posted,
+// so that the fault timeline never waits for an fsynced commit between two scheduled instants
+// (each costs ~5 ms here). Journal *intents* are never posted here: they must be durable before a
+// fault is applied. A lost mark is harmless: an entry left "applied" whose fault was reverted is
+// reverted again (idempotently) at the next start. flush() returns once everything posted before
+// it is stored; the destructor flushes. Any thread may post.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "server/store/store.h"
+
+namespace fabric_chaos::scenarios {
+
+class RunRecorder {
+ public:
+  explicit RunRecorder(store::Store& store);
+  ~RunRecorder();
+  RunRecorder(const RunRecorder&) = delete;
+  RunRecorder& operator=(const RunRecorder&) = delete;
+
+  void event(store::EventRecord record);
+  void journalMark(int64_t entry_id, std::string state);
+  void flush();
+
+ private:
+  struct Item {
+    bool is_mark = false;
+    store::EventRecord event;
+    int64_t entry_id = 0;
+    std::string state;
+  };
+  void post(Item item);
+  void writerLoop();
+
+  store::Store& store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  uint64_t posted_ = 0;
+  uint64_t written_ = 0;
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+}  // namespace fabric_chaos::scenarios

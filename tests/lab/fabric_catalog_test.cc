@@ -1,0 +1,78 @@
+// DirectoryFabricCatalog: every call sees the directory as it is now (new, changed, replaced and
+// removed files), while unchanged files are served from the cache.
+
+#include "lab/fabric_catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fabric_chaos::lab {
+namespace {
+
+namespace fs = std::filesystem;
+
+scenarios::Fabric fabricNamed(const std::string& name, const std::string& host) {
+  scenarios::Fabric fabric;
+  fabric.name = name;
+  fabric.kind = "netns";
+  fabric.hosts.push_back(
+      scenarios::Host{host, "fcl-" + host, "local", {{"eth0", "10.0.0.1"}}, {}, ""});
+  return fabric;
+}
+
+class FabricCatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fc-catalog-" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "fabrics");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& file, const std::string& text) {
+    std::ofstream(dir_ / "fabrics" / file) << text;
+  }
+  fs::path dir_;
+};
+
+TEST_F(FabricCatalogTest, SeesNewChangedReplacedAndRemovedFiles) {
+  DirectoryFabricCatalog catalog(dir_.string());
+  EXPECT_TRUE(catalog.list().empty());
+
+  write("a.json", scenarios::toJson(fabricNamed("a", "h0")).dump());
+  write("broken.json", "{not json");
+  write("notes.txt", "ignored");
+  auto fabrics = catalog.list();
+  ASSERT_EQ(fabrics.size(), 1u);
+  EXPECT_EQ(fabrics[0].hosts[0].name, "h0");
+  EXPECT_EQ(catalog.list()[0].hosts[0].name, "h0") << "served again, unchanged";
+
+  // Rewritten in place with a longer host name: another size.
+  write("a.json", scenarios::toJson(fabricNamed("a", "host-zero")).dump());
+  ASSERT_EQ(catalog.list().size(), 1u);
+  EXPECT_EQ(catalog.list()[0].hosts[0].name, "host-zero");
+
+  // Replaced by rename with a document of the same size: another inode.
+  write("tmp", scenarios::toJson(fabricNamed("a", "host-0ne")).dump());
+  fs::rename(dir_ / "fabrics" / "tmp", dir_ / "fabrics" / "a.json");
+  ASSERT_EQ(catalog.list().size(), 1u);
+  EXPECT_EQ(catalog.list()[0].hosts[0].name, "host-0ne");
+
+  // A broken file that becomes valid is picked up.
+  write("broken.json", scenarios::toJson(fabricNamed("b", "h9")).dump());
+  fabrics = catalog.list();
+  ASSERT_EQ(fabrics.size(), 2u);
+  EXPECT_EQ(fabrics[1].name, "b");
+  ASSERT_TRUE(catalog.get("b").isOk());
+
+  fs::remove(dir_ / "fabrics" / "a.json");
+  fabrics = catalog.list();
+  ASSERT_EQ(fabrics.size(), 1u);
+  EXPECT_EQ(fabrics[0].name, "b");
+  EXPECT_EQ(catalog.get("a").status().code(), core::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace fabric_chaos::lab

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# privileged_in_guest.sh: the privileged tier on a standard kernel. Boots one throw-away VM on
+# Debian's 6.12 distribution kernel (sch_netem is a module there, as on any Debian host; the build
+# host's kernel may lack it) with deploy/vm/run-in-vm.sh, and runs the already-built privileged
+# test executables inside it, one after the other, as root. The guest sees the host's tree, so
+# the binaries run as they are. Every test executable must pass; under CI=true (forwarded into the
+# guest) a skip is a failure too (tests/support/ci_skip_policy.h).
+#
+#   privileged_in_guest.sh --binary FABRIC_CHAOS [--timeout S] [--mem MB] -- TEST[:FILTER] ...
+#
+# TEST is a test executable's path; :FILTER (optional) a --gtest_filter for it. Prints each
+# stage's wall time (boot, each executable, total). Exit: 0 when all passed; 1 when one failed;
+# 77 when the VM prerequisites are missing outside CI (a failure in CI); run-in-vm.sh's 124/125
+# when the VM timed out or could not run.
+# Inside the guest the script runs itself with --in-guest.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=${FC_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
+binary=${FC_BINARY:-}
+timeout_s=900
+mem=2048
+in_guest=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary=$2; shift 2 ;;
+    --timeout) timeout_s=$2; shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
+    --in-guest) in_guest=1; shift ;;
+    --) shift; break ;;
+    *) echo "privileged_in_guest: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "privileged_in_guest: no test executables given (after --)" >&2; exit 2; }
+
+if [ $in_guest = 1 ]; then
+  # --- inside the guest -----------------------------------------------------------------------
+  export FC_BINARY=$binary FC_SOURCE_DIR=$source_dir
+  # A TCG guest's one vCPU, shared with the workload ranks, is 10-25x slower than the host:
+  # timing bounds are widened by this much, order and outcome checks stay as they are.
+  export FC_TIMING_SCALE=${FC_TIMING_SCALE:-25}
+  t0=$SECONDS
+  echo "== guest: kernel $(uname -r), sch_netem $(grep -q '^sch_netem ' /proc/modules && echo loaded || echo MISSING), CI=${CI:-unset}"
+  # The point of this tier: the kernel has netem. Say so loudly if it does not.
+  if ! grep -q '^sch_netem ' /proc/modules; then
+    echo "FAIL: sch_netem is not loaded in the guest: this is not the standard-kernel path"
+    exit 1
+  fi
+  failed=()
+  for spec in "$@"; do
+    test_bin=${spec%%:*}
+    filter=""
+    [ "$spec" != "$test_bin" ] && filter=${spec#*:}
+    name=$(basename "$test_bin")
+    echo "== guest [+$((SECONDS - t0)) s]: $name${filter:+ (--gtest_filter=$filter)}"
+    start=$SECONDS
+    if [ ! -x "$test_bin" ]; then
+      echo "FAIL: $test_bin is not built"
+      failed+=("$name (not built)")
+      continue
+    fi
+    (cd /tmp && "$test_bin" ${filter:+"--gtest_filter=$filter"})
+    rc=$?
+    echo "== guest stage: $name exit $rc, $((SECONDS - start)) s"
+    [ $rc = 0 ] || failed+=("$name (exit $rc)")
+  done
+  echo "== guest: all $# executables in $((SECONDS - t0)) s"
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAIL: in the 6.12 guest: ${failed[*]}"
+    exit 1
+  fi
+  echo "PASS: the privileged tests passed on Debian's $(uname -r) kernel"
+  exit 0
+fi
+
+# --- on the host ------------------------------------------------------------------------------
+run="$source_dir/deploy/vm/run-in-vm.sh"
+if ! reason=$("$run" --check 2>&1); then
+  if [ "${CI:-}" = true ]; then
+    echo "FAIL: vm tier prerequisite missing (CI=true): $reason"
+    exit 1
+  fi
+  echo "SKIP: $reason"
+  exit 77
+fi
+[ -x "$binary" ] || { echo "FAIL: FC_BINARY/--binary ($binary) is not an executable"; exit 1; }
+
+start=$(date +%s)
+echo "== host: booting one guest for $# privileged test executable(s), timeout ${timeout_s} s"
+# No rxe: none of these tests uses RDMA (and the guest boots faster without it).
+"$run" --name fc-privileged --mem "$mem" --timeout "$timeout_s" --no-rxe -- \
+  bash "$here/privileged_in_guest.sh" --in-guest --binary "$binary" -- "$@"
+rc=$?
+echo "== host: guest tier exit $rc after $(($(date +%s) - start)) s wall clock (boot included)"
+exit $rc
