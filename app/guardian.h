@@ -20,7 +20,7 @@
 #include "core/status.h"
 #include "scenarios/engine/agent_directory.h"
 #include "scenarios/engine/engine.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::app {
 

@@ -34,7 +34,7 @@
 #include "server/auth/secret_file.h"
 #include "server/auth/tokens.h"
 #include "server/http/server.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::app {
 namespace {

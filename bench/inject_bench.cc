@@ -58,7 +58,7 @@
 #include "lab/fabric_catalog.h"
 #include "lab/lab_common.h"
 #include "scenarios/engine/engine.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 extern char** environ;
 

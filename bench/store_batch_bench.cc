@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/store/store.h"
+#include "store/store.h"
 
 using fabric_chaos::core::Sample;
 using fabric_chaos::store::Store;

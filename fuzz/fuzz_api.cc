@@ -14,7 +14,7 @@
 
 #include "core/http_message.h"
 #include "server/api/api.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/fakes/fake_kinds.h"
 #include "tests/fakes/fake_services.h"
 

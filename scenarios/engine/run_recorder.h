@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios {
 

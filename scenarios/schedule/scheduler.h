@@ -17,7 +17,7 @@
 
 #include "scenarios/schedule/submit.h"
 #include "scenarios/services.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios::schedule {
 

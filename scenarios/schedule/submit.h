@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios::schedule {
 

@@ -16,7 +16,7 @@
 #include "core/status.h"
 #include "scenarios/schedule/submit.h"
 #include "scenarios/services.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios::schedule {
 

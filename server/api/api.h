@@ -16,7 +16,7 @@
 #include "scenarios/engine/fabric_agents.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::api {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::auth {
 

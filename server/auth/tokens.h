@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "server/auth/random_source.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::auth {
 

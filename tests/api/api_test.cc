@@ -14,7 +14,7 @@
 #include "scenarios/analysis.h"
 #include "scenarios/engine/fabric_agents.h"
 #include "server/auth/tokens.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_agent.h"
 #include "tests/fakes/fake_agent_directory.h"

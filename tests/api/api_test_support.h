@@ -12,7 +12,7 @@
 
 #include "scenarios/validate.h"
 #include "server/api/api.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/fakes/fake_kinds.h"
 #include "tests/fakes/fake_services.h"
 

@@ -10,7 +10,7 @@
 
 #include "server/api/api.h"
 #include "server/auth/tokens.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_random.h"
 #include "tests/fakes/fake_services.h"

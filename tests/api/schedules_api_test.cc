@@ -8,7 +8,7 @@
 #include <string>
 
 #include "server/api/api.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/api/api_test_support.h"
 
 namespace fabric_chaos::api {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "server/api/handlers.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/api/api_test_support.h"
 
 namespace fabric_chaos::api {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "server/api/api.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/api/api_test_support.h"
 #include "tests/fakes/fake_services.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace fabric_chaos::store {

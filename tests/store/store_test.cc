@@ -1,4 +1,4 @@
-#include "server/store/store.h"
+#include "store/store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -13,7 +13,7 @@
 #include <string>
 #include <system_error>
 
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::store::test_support {
 

@@ -12,7 +12,7 @@
 #include "scenarios/model.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
-#include "server/store/store.h"
+#include "store/store.h"
 #include "tests/fakes/fail_schedule.h"
 
 namespace fabric_chaos::scenarios::schedule::test_support {

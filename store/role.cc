@@ -1,6 +1,6 @@
 // Role names as they appear in the API and the tokens table.
 
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::store {
 

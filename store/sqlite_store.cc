@@ -20,8 +20,8 @@
 
 #include "core/clock.h"
 #include "core/run_state.h"
-#include "server/store/statement.h"
-#include "server/store/store.h"
+#include "store/statement.h"
+#include "store/store.h"
 
 namespace fabric_chaos::store {
 namespace {

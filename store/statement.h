@@ -1,5 +1,5 @@
 #pragma once
-// Internal to server/store: RAII wrappers over the sqlite3 C API so that the store never leaks a
+// Internal to store: RAII wrappers over the sqlite3 C API so that the store never leaks a
 // statement, never leaves one mid-step (which would pin a read snapshot and stall WAL
 // checkpoints) and never leaves a transaction open on an early return. Not thread-safe: the
 // owning Store serialises every use behind its mutex.

@@ -1,4 +1,4 @@
-#include "server/store/statement.h"
+#include "store/statement.h"
 
 namespace fabric_chaos::store::internal {
 
