@@ -1,11 +1,10 @@
 #pragma once
-// The scenario engine: takes queued runs, starts the workload through the agent, records a
-// baseline, applies and reverts every planned fault at its scheduled instant (journaled before
-// acting), waits out the recovery window, analyses the samples and stores the score and gate
-// verdicts. A dispatcher thread starts queued runs whose targets are free (TargetLocks), each on
-// its own thread, at most max_parallel_runs at once. A run's stop conditions (and abort()) revert
-// every fault at once and end it as aborted. Every public method may be called from any thread; a
-// fault is never left applied when a run ends, is aborted or fails.
+// The scenario engine's front: submit, abort, live status, revert-now and start-up recovery, and
+// a dispatcher thread that starts queued runs whose targets are free (TargetLocks), each as a
+// RunExecution (scenarios/engine/run_execution.h) on its own thread, at most max_parallel_runs
+// at once. Every public method may be called from any thread; a fault is never left applied
+// without a trace when a run ends, is aborted or fails (a failed revert ends the run in error
+// with fault_left, and the journal keeps the fault for GET /v1/faults and the next start).
 
 #include <atomic>
 #include <condition_variable>
@@ -19,48 +18,14 @@
 #include <string>
 #include <thread>
 
-#include "agent/agent.h"
-#include "core/clock.h"
-#include "scenarios/engine/agent_directory.h"
+#include "scenarios/engine/engine_config.h"
+#include "scenarios/engine/journal_revert.h"
 #include "scenarios/engine/target_locks.h"
 #include "scenarios/services.h"
-#include "server/store/store.h"
 
 namespace fabric_chaos::scenarios {
 
-struct EngineDeps {
-  store::Store* store = nullptr;
-  AgentDirectory* agents = nullptr;
-  FabricCatalog* fabrics = nullptr;
-  core::Clock* clock = nullptr;
-};
-
-struct EngineOptions {
-  int64_t ready_timeout_ms = 20000;  // all ranks must form the ring within this
-  int base_port = 17000;             // rank port = base_port + run_id % 1000, or the next free one
-  int stop_grace_ms = 3000;          // ranks get SIGTERM, then SIGKILL after this
-  int max_parallel_runs = 4;         // runs on disjoint targets executing at once
-  // After a run ends, how long failed reverts are retried (with back-off) before the run ends in
-  // error with fault_left. Start-up recovery and POST /v1/faults/{id}/revert can retry later.
-  int64_t revert_retry_budget_ms = 10000;
-};
-
-// What a watcher sees while a run is in progress.
-struct LiveStatus {
-  int64_t run_id = 0;
-  std::string state;
-  double elapsed_ms = 0;       // since the workload started
-  double last_busbw_gbps = 0;  // of the latest sample
-  int64_t samples = 0;
-  int active_faults = 0;
-  int ready_ranks = 0;
-};
-
-struct StartupRecovery {
-  int reverted = 0;                  // journal entries reverted now
-  int failed = 0;                    // entries that could not be reverted (still unreverted)
-  std::vector<int64_t> interrupted;  // runs marked interrupted
-};
+class RunExecution;  // scenarios/engine/run_execution.h
 
 class Engine : public RunService, public FaultService {
  public:
@@ -93,7 +58,6 @@ class Engine : public RunService, public FaultService {
   std::optional<LiveStatus> live(int64_t run_id);
 
  private:
-  class RunExecution;
   struct Slot {
     std::unique_ptr<RunExecution> execution;
     std::thread thread;

@@ -1,0 +1,42 @@
+#pragma once
+// What the engine and each run execution are built from, and what a watcher sees of a run.
+
+#include <cstdint>
+#include <string>
+
+#include "core/clock.h"
+#include "scenarios/engine/agent_directory.h"
+#include "scenarios/services.h"
+#include "store/store.h"
+
+namespace fabric_chaos::scenarios {
+
+struct EngineDeps {
+  store::Store* store = nullptr;
+  AgentDirectory* agents = nullptr;
+  FabricCatalog* fabrics = nullptr;
+  core::Clock* clock = nullptr;
+};
+
+struct EngineOptions {
+  int64_t ready_timeout_ms = 20000;  // all ranks must form the ring within this
+  int base_port = 17000;             // rank port = base_port + run_id % 1000, or the next free one
+  int stop_grace_ms = 3000;          // ranks get SIGTERM, then SIGKILL after this
+  int max_parallel_runs = 4;         // runs on disjoint targets executing at once
+  // After a run ends, how long failed reverts are retried (with back-off) before the run ends in
+  // error with fault_left. Start-up recovery and POST /v1/faults/{id}/revert can retry later.
+  int64_t revert_retry_budget_ms = 10000;
+};
+
+// What a watcher sees while a run is in progress.
+struct LiveStatus {
+  int64_t run_id = 0;
+  std::string state;
+  double elapsed_ms = 0;       // since the workload started
+  double last_busbw_gbps = 0;  // of the latest sample
+  int64_t samples = 0;
+  int active_faults = 0;
+  int ready_ranks = 0;
+};
+
+}  // namespace fabric_chaos::scenarios
