@@ -64,7 +64,7 @@ nlohmann::json toJson(const Fabric& fabric);
 // One concrete thing a fault acts on, and where it sits in the fabric.
 struct ResolvedTarget {
   // The fabric host it belongs to (the host whose link it is, for an interface); its agent acts
-  // on host-side targets (scenarios/engine/fault_timeline.h agentForTarget).
+  // on host-side targets (scenarios/engine/agent_directory.h agentForTarget).
   std::string host;
   injectors::Target target;
   std::string link_id;  // "" when the selector named a host without links

@@ -75,6 +75,12 @@ Status validate(const Scenario& scenario, const Fabric* fabric, const KindCatalo
   if (fabric != nullptr) {
     auto plan = planFaults(scenario, *fabric);
     if (!plan.isOk()) return plan.status();
+    if (catalog.check_action) {
+      for (const PlannedAction& action : *plan) {
+        FC_RETURN_IF_ERROR(catalog.check_action(action).withContext(
+            "steps[" + std::to_string(action.step) + "].target"));
+      }
+    }
     FC_RETURN_IF_ERROR(checkComposition(*plan));
   }
   const int64_t planned = scenario.plannedDurationMs();

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "scenarios/model.h"
+#include "scenarios/plan.h"
 #include "scenarios/topology.h"
 
 namespace fabric_chaos::scenarios {
@@ -26,6 +27,10 @@ struct KindCatalog {
   // Kinds the fabric's agents know but cannot run, with why ("on host h1: sch_netem is not in
   // this kernel"): refused with that reason (kUnprocessable) instead of "unknown fault kind".
   std::map<std::string, std::string> unavailable = {};
+  // Whether the agent that will act on one planned fault can run its kind there: a host's NIC is
+  // its host's agent's, a lab switch port the controller's (scenarios/engine/fabric_agents.h).
+  // kUnprocessable naming the target and that agent's reason. Unset: no per-target check.
+  std::function<core::Status(const PlannedAction& action)> check_action = {};
 };
 
 // The catalog for one fabric: built from the agents of its hosts (scenarios/engine/

@@ -7,6 +7,7 @@
 
 #include "agent/agent.h"
 #include "core/status.h"
+#include "scenarios/topology.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -23,6 +24,10 @@ class AgentDirectory {
   // The agent for `ref`; the pointer stays valid for the directory's lifetime.
   virtual core::Result<agent::Agent*> agentFor(const AgentRef& ref) = 0;
 };
+
+// Which agent acts on a target: a host's own NIC goes to that host's agent; switch ports live in
+// the lab's switch namespaces on the controller's machine, so the local agent acts on them.
+AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target);
 
 // A directory with a single agent for every reference (tests, and hosts that all run locally).
 class SingleAgentDirectory : public AgentDirectory {

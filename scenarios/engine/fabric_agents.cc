@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "scenarios/composition.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -179,6 +180,9 @@ core::Result<KindCatalog> FabricAgents::kindCatalog(const Fabric& fabric) {
       catalog.unavailable[kind] = why;
     }
   }
+  catalog.check_action = [this, fabric](const PlannedAction& action) -> Status {
+    return checkActingAgent(fabric, action);
+  };
   catalog.validate_params = [this, groups, validator](const std::string& kind,
                                                       const nlohmann::json& params) {
     auto it = validator.find(kind);
@@ -188,6 +192,34 @@ core::Result<KindCatalog> FabricAgents::kindCatalog(const Fabric& fabric) {
     return validateWith(groups[it->second], kind, params);
   };
   return catalog;
+}
+
+Status FabricAgents::checkActingAgent(const Fabric& fabric, const PlannedAction& action) {
+  Group group{agentForTarget(fabric, action.target), {}};
+  if (action.target.side == "host") group.hosts.push_back(action.target.host);
+  auto info = cachedInfo(group);
+  const std::string where = describeTarget(action.target) + ", where " +
+                            (group.hosts.empty() ? std::string("the controller's embedded agent")
+                                                 : describeHostAgent(group.hosts, group.ref)) +
+                            " acts";
+  if (!info.isOk()) {
+    return Status(StatusCode::kUnavailable, "cannot check fault kind " + action.kind + " on " +
+                                                where + ": " + info.status().message());
+  }
+  const auto& kinds = info->kinds;
+  auto it = std::find_if(kinds.begin(), kinds.end(),
+                         [&](const injectors::KindInfo& k) { return k.kind == action.kind; });
+  if (it == kinds.end()) {
+    return Status(StatusCode::kUnprocessable, "fault kind " + action.kind +
+                                                  " is not available on " + where +
+                                                  ": its agent does not know this kind");
+  }
+  if (!it->available) {
+    return Status(StatusCode::kUnprocessable, "fault kind " + action.kind +
+                                                  " is not available on " + where +
+                                                  (it->reason.empty() ? "" : ": " + it->reason));
+  }
+  return Status::ok();
 }
 
 Status FabricAgents::validateWith(const Group& group, const std::string& kind,

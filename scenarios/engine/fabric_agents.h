@@ -55,6 +55,10 @@ class FabricAgents {
   // cannot run is listed in `unavailable` naming that host. An agent that cannot be asked makes
   // the catalog kUnavailable naming the host and agent (the caller answers 503). A fabric without
   // hosts (not registered yet) is checked against the controller's embedded agent ("local").
+  // Its check_action asks the agent that will act on each planned fault's target (a lab switch
+  // port: the controller's embedded agent, which no host names) whether it can run the kind
+  // there: a VM-lab netem on a switch port is refused at submission when the controller's kernel
+  // has no sch_netem, not when the run starts.
   core::Result<KindCatalog> kindCatalog(const Fabric& fabric);
 
   // Forgets every cached answer (tests; an operator who just fixed an agent).
@@ -76,6 +80,8 @@ class FabricAgents {
   core::Result<agent::AgentInfo> cachedInfo(const Group& group);
   core::Status validateWith(const Group& group, const std::string& kind,
                             const nlohmann::json& params);
+  // KindCatalog::check_action: the agent that acts on the action's target can run its kind.
+  core::Status checkActingAgent(const Fabric& fabric, const PlannedAction& action);
 
   AgentDirectory& agents_;
   FabricAgentsOptions options_;

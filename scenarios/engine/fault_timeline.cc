@@ -64,12 +64,6 @@ std::vector<Status> runConcurrently(const std::vector<std::function<Status()>>& 
 
 }  // namespace
 
-AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target) {
-  if (target.side != "host") return AgentRef{};
-  const Host* host = fabric.findHost(target.host);
-  return host == nullptr ? AgentRef{} : AgentRef{host->agent, host->agent_token_file};
-}
-
 int64_t revertRetryDelayMs(int attempts) {
   int64_t delay = 20;
   for (int i = 1; i < attempts && delay < 1000; ++i) delay *= 2;

@@ -28,13 +28,9 @@
 #include "scenarios/engine/agent_directory.h"
 #include "scenarios/engine/run_recorder.h"
 #include "scenarios/plan.h"
-#include "server/store/store.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios {
-
-// Which agent acts on a target: a host's own NIC goes to that host's agent; switch ports live in
-// the lab's switch namespaces on the controller's machine, so the local agent acts on them.
-AgentRef agentForTarget(const Fabric& fabric, const ResolvedTarget& target);
 
 // Back-off between revert attempts: 20 ms, doubling, at most 1 s.
 int64_t revertRetryDelayMs(int attempts);

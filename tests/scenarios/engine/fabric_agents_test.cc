@@ -104,6 +104,35 @@ TEST_F(FabricAgentsTest, AKindOnlyTheGuestsCanRunValidatesForTheVmFabricAlone) {
   EXPECT_THAT(refused.message(), HasSubstr("sch_netem is not in this kernel"));
 }
 
+// A switch port of the VM lab lives in a namespace on the controller, so the controller's agent
+// acts on it: a kind the guests can run but the controller's kernel cannot is refused for that
+// target when the scenario is submitted, not when the run starts.
+TEST_F(FabricAgentsTest, ASwitchPortFaultIsCheckedAgainstTheControllersAgent) {
+  FabricAgents agents = make();
+  auto vm = agents.kindCatalog(vm_);
+  ASSERT_TRUE(vm.isOk()) << vm.status().toString();
+  Scenario on_switch = netemScenario();
+  on_switch.steps[0].target = parseScenario(nlohmann::json::parse(R"({
+    "version": 1, "name": "s", "workload": {}, "baseline_ms": 1000, "recovery_ms": 1000,
+    "steps": [{"kind": "netem", "target": {"host": "h1", "side": "switch"}, "at_ms": 0,
+               "duration_ms": 500, "params": {"delay_ms": 5}}]})"))
+                                  ->steps[0]
+                                  .target;
+  core::Status refused = validateForFabric(on_switch, vm_, *vm);
+  EXPECT_EQ(refused.code(), core::StatusCode::kUnprocessable) << refused.toString();
+  EXPECT_THAT(refused.message(), HasSubstr("steps[0].target"));
+  EXPECT_THAT(refused.message(), HasSubstr("sw0/p1"));
+  EXPECT_THAT(refused.message(), HasSubstr("the controller's embedded agent"));
+  EXPECT_THAT(refused.message(), HasSubstr("sch_netem is not in this kernel"));
+  EXPECT_EQ(local_.infoCalls(), 1) << "the controller's agent is asked for its own ports";
+
+  // A kind the controller can run is accepted on the same port.
+  on_switch.steps[0].kind = "link_flap";
+  on_switch.steps[0].params = {{"down_ms", 100}, {"up_ms", 100}, {"count", 3}};
+  EXPECT_TRUE(validateForFabric(on_switch, vm_, *vm).isOk())
+      << validateForFabric(on_switch, vm_, *vm).toString();
+}
+
 TEST_F(FabricAgentsTest, AKindOneGuestLacksIsRefusedNamingThatGuest) {
   guest1_.kinds = {{"link_flap", "", true, "", "netlink"}};
   FabricAgents agents = make();
