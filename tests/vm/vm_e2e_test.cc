@@ -83,6 +83,22 @@ class ConsoleWatcher {
     return 0;
   }
 
+  // How long, in ms of the host's clock, the qdisc lines read from index `from` on satisfied
+  // pred: from the first such line to the first line after it that does not (0 if none did).
+  double spanOf(const std::function<bool(const std::string&)>& pred, size_t from) {
+    poll();
+    int64_t first = 0;
+    for (size_t i = from; i < all_.size(); ++i) {
+      const std::string& line = all_[i].qdisc;
+      const auto at = line.find("FC_QDISC ");
+      if (at == std::string::npos) continue;
+      const bool holds = pred(line.substr(at + 9));
+      if (holds && first == 0) first = all_[i].seen_ns;
+      if (!holds && first != 0) return static_cast<double>(all_[i].seen_ns - first) / 1e6;
+    }
+    return 0;
+  }
+
   std::string latest() {
     poll();
     return lines_.empty() ? "" : lines_.back().qdisc;
@@ -121,6 +137,11 @@ class VmLabEndToEnd : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!missingPrivilegedPrerequisite().empty() || !missingVmPrerequisite().empty()) return;
     dir_ = new std::string(makeTempDir());
+    lab_output_ = new std::string();
+    launchLab();
+  }
+
+  static void launchLab() {
     const std::string binary = std::getenv("FC_BINARY");
     const std::string state = *dir_ + "/state";
     // The guest's own observer: its eth0 root qdisc on the serial console every 200 ms.
@@ -132,7 +153,44 @@ class VmLabEndToEnd : public ::testing::Test {
     auto up = runShell(binary + " lab up --kind vm --hosts 2 --state-dir " + state +
                        " --agent-command '" + agent + "' 2>&1");
     lab_up_ = up.exit_code == 0;
-    lab_output_ = new std::string(up.out);
+    *lab_output_ = up.out;
+  }
+
+  // The guest whose console shows a kernel panic, or "".
+  static std::string panickedGuest() {
+    for (const char* vm : {"vm0", "vm1"}) {
+      std::ifstream in(*dir_ + "/state/vm/" + vm + ".console.log");
+      const std::string console((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+      if (console.find("Kernel panic") != std::string::npos) return vm;
+    }
+    return "";
+  }
+
+  // The Oops line and the first rxe frame of a guest's panic, for the message.
+  static std::string guestPanicLine(const std::string& vm) {
+    std::ifstream in(*dir_ + "/state/vm/" + vm + ".console.log");
+    std::string line;
+    std::string oops;
+    std::string rxe;
+    while (std::getline(in, line)) {
+      if (oops.empty() && line.find("Oops") != std::string::npos) oops = line;
+      if (rxe.empty() && !oops.empty() && line.find("[rdma_rxe]") != std::string::npos) rxe = line;
+    }
+    return oops + (rxe.empty() ? "" : " ... " + rxe);
+  }
+
+  // A fresh lab (and serve) after a guest died; the lab's temporary directory is kept.
+  bool relaunchLab() {
+    if (serve_) serve_->stop(30000);
+    serve_.reset();
+    runShell(std::string(std::getenv("FC_BINARY")) + " lab down --kind vm --state-dir " + *dir_ +
+             "/state >/dev/null 2>&1");
+    launchLab();
+    if (!lab_up_) return false;
+    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, *dir_);
+    port_ = serve_->waitForPort(30000);
+    return port_ > 0;
   }
 
   static void TearDownTestSuite() {
@@ -154,6 +212,13 @@ class VmLabEndToEnd : public ::testing::Test {
       GTEST_SKIP() << missing;
     }
     ASSERT_TRUE(lab_up_) << "lab up --kind vm failed:\n" << *lab_output_;
+    if (const std::string vm = panickedGuest(); !vm.empty()) {
+      // An earlier test's guest died (its own failure says so): this test gets a working lab.
+      std::cout << "vm_e2e: " << vm << " panicked earlier (" << guestPanicLine(vm)
+                << "); relaunching the lab\n";
+      ASSERT_TRUE(relaunchLab()) << *lab_output_;
+      return;
+    }
     serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, *dir_);
     port_ = serve_->waitForPort(30000);
     ASSERT_GT(port_, 0) << serve_->output();
@@ -161,6 +226,7 @@ class VmLabEndToEnd : public ::testing::Test {
 
   void TearDown() override {
     if (serve_) serve_->stop(30000);
+    if (HasFailure()) keepEvidence();
     // Whatever happened, the next test starts without a fault.
     if (dir_ != nullptr && lab_up_) {
       ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log");
@@ -168,14 +234,42 @@ class VmLabEndToEnd : public ::testing::Test {
     }
   }
 
-  json waitForFinalRun(int64_t id, int timeout_s) {
+  // A failed test's guest consoles (the agents' own logs and the qdisc lines) and serve's output
+  // go to $FC_ARTIFACTS/vm_e2e/<test>/: CI keeps artifacts, not the lab's temporary directory.
+  void keepEvidence(const std::string& suffix = "") {
+    const char* artifacts = std::getenv("FC_ARTIFACTS");
+    if (artifacts == nullptr || dir_ == nullptr) return;
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    const std::filesystem::path to =
+        std::filesystem::path(artifacts) / "vm_e2e" / (test + (suffix.empty() ? "" : "." + suffix));
+    std::error_code ec;
+    std::filesystem::create_directories(to, ec);
+    for (const char* vm : {"vm0", "vm1"}) {
+      const std::string log = *dir_ + "/state/vm/" + vm + ".console.log";
+      std::filesystem::copy_file(log, to / (std::string(vm) + ".console.log"),
+                                 std::filesystem::copy_options::overwrite_existing, ec);
+    }
+    if (serve_) std::ofstream(to / "serve.log") << serve_->output();
+    std::cerr << "vm_e2e: guest consoles and serve's output kept in " << to << "\n";
+  }
+
+  // Polls the run until it is final; `console`, when given, is read on every poll (100 ms), so
+  // that the times at which its lines were seen are close to when the guest printed them.
+  json waitForFinalRun(int64_t id, int timeout_s, ConsoleWatcher* console = nullptr) {
     const int64_t deadline = steadyNowNs() + int64_t{timeout_s} * 1000000000;
     json run;
+    int64_t next_run_poll = 0;
     while (steadyNowNs() < deadline) {
-      run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
-      const std::string state = run.value("state", "");
-      if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      if (console != nullptr) console->mark();
+      if (steadyNowNs() >= next_run_poll) {
+        run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
+        const std::string state = run.value("state", "");
+        if (state == "passed" || state == "failed" || state == "error" || state == "aborted") {
+          break;
+        }
+        next_run_poll = steadyNowNs() + 250'000'000;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(console != nullptr ? 100 : 250));
     }
     return run;
   }
@@ -185,6 +279,7 @@ class VmLabEndToEnd : public ::testing::Test {
   static bool lab_up_;
   std::unique_ptr<ServeProcess> serve_;
   int port_ = 0;
+  double observed_netem_ms_ = 0;  // how long vm1's console showed a netem root during a run
 };
 
 std::string* VmLabEndToEnd::dir_ = nullptr;
@@ -249,10 +344,30 @@ TEST_F(VmLabEndToEnd, NetemDelayRunsThroughTheRemoteAgentAndIsMeasuredAndScored)
 }
 
 TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) {
-  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
-  ASSERT_EQ(reply.status, 202) << reply.body;
-  const int64_t id = reply.json()["id"].get<int64_t>();
-  json run = waitForFinalRun(id, 240);
+  // Debian's 6.12.117 rdma_rxe can corrupt the slab under retransmission and panic the guest
+  // ("Oops: double fault" in kmem_cache_alloc_node from rxe_receiver; seen in 2 of about 20 runs
+  // here). That is the lab's kernel failing, not the product: the test says so, keeps the
+  // consoles, relaunches the lab and runs the scenario once more. A second panic fails the test.
+  json run;
+  for (int attempt = 1;; ++attempt) {
+    ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log");
+    const size_t from = vm1.mark();
+    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
+    ASSERT_EQ(reply.status, 202) << reply.body;
+    const int64_t id = reply.json()["id"].get<int64_t>();
+    run = waitForFinalRun(id, 240, &vm1);
+    const std::string panicked = panickedGuest();
+    if (panicked.empty()) {
+      observed_netem_ms_ = vm1.spanOf(hasNetem, from);
+      break;
+    }
+    keepEvidence("attempt" + std::to_string(attempt));
+    ASSERT_EQ(attempt, 1) << panicked << "'s kernel panicked again during the roce-loss run";
+    std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during the roce-loss run ("
+              << guestPanicLine(panicked)
+              << "); consoles kept; relaunching the lab and running the scenario once more\n";
+    ASSERT_TRUE(relaunchLab()) << *lab_output_;
+  }
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
   ASSERT_TRUE(run["score"].is_number());
@@ -262,9 +377,23 @@ TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) 
   const auto& step = analysis["steps"][0];
   const double fault_start = step["fault_start_ms"].get<double>();
   const double fault_end = step["fault_end_ms"].get<double>();
-  // The stored window is the real one: 4 s of loss, give or take the agents' round trips.
-  EXPECT_NEAR(fault_end - fault_start, 4000, 500) << run["timeline"].dump(1);
-  auto samples = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/samples").json();
+  const double baseline_end = run["result"]["baseline"]["end_ms"].get<double>();
+  // The stored window is the controller's view of when the loss was in force: from the apply's
+  // reply (up to ~1.1 s after the scheduled apply while rxe keeps the single TCG vCPU busy) to
+  // the revert's request, at the scheduled instant 4 s after the scheduled apply. Cross-checked,
+  // coarsely, against vm1 itself: its console showed a netem root for about 4 s. Coarsely,
+  // because under rxe's load the guest's print loop (fork and exec of tc, then 0.2 s of sleep)
+  // comes round only every ~1.3 s (46 lines in one 60 s lab here).
+  EXPECT_GE(fault_start, baseline_end - 1) << run["timeline"].dump(1);
+  EXPECT_NEAR(fault_end, baseline_end + 4000, 300) << run["timeline"].dump(1);
+  EXPECT_GT(fault_end - fault_start, 2500) << run["timeline"].dump(1);
+  EXPECT_NEAR(observed_netem_ms_, 4000, 1500) << "vm1's console showed netem for that long";
+  // time_to_recover_ms is null when the ring never got back to 90 % of its baseline: say so
+  // with the step, rather than fail on a JSON type error below.
+  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
+  auto samples =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/samples")
+          .json();
   std::vector<double> during;
   std::vector<double> after;
   for (const auto& s : samples["samples"]) {
@@ -274,21 +403,28 @@ TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) 
     if (start > fault_end + step["time_to_recover_ms"].get<double>()) after.push_back(busbw);
   }
   const double baseline = analysis["baseline_busbw_gbps"].get<double>();
+  const double worst = step["worst_busbw_gbps"].get<double>();
+  const double longest_stall = step["longest_stall_ms"].get<double>();
   std::cout << "verbs busbw: baseline " << baseline << " GB/s, median under 2% loss "
-            << median(during) << " GB/s, worst " << step["worst_busbw_gbps"].get<double>()
-            << " GB/s, longest stall " << step["longest_stall_ms"].get<double>()
-            << " ms, median after recovery " << median(after) << " GB/s; retained "
+            << median(during) << " GB/s, worst " << worst << " GB/s, longest stall "
+            << longest_stall << " ms, median after recovery " << median(after) << " GB/s; retained "
             << step["retained"].get<double>() << ", recovery " << step["time_to_recover_ms"]
-            << " ms, score " << run["score"].get<double>() << "\n";
+            << " ms, score " << run["score"].get<double>() << "; netem seen on vm1 for "
+            << observed_netem_ms_ << " ms\n";
   // Go-back-N: 2 % loss costs RoCE far more than 2 % of its throughput. It shows as collectives
   // stalled on retransmission timeouts (the ones that complete between stalls run at full speed,
-  // so their median says little): most of the progress is lost and the worst stall is long.
+  // so their median says little): most of the progress is lost and the worst stall is long. The
+  // worst completed iteration is a tenth of the baseline or less, unless hardly any completed:
+  // then the stall itself covers most of the window.
   EXPECT_LT(step["retained"].get<double>(), 0.5) << step.dump();
-  EXPECT_GT(step["longest_stall_ms"].get<double>(), 300) << step.dump();
-  EXPECT_LT(step["worst_busbw_gbps"].get<double>(), 0.1 * baseline) << step.dump();
-  EXPECT_TRUE(step["recovered"].get<bool>()) << step.dump();
+  EXPECT_GT(longest_stall, 300) << step.dump();
+  EXPECT_TRUE(worst < 0.1 * baseline || longest_stall > 0.5 * (fault_end - fault_start))
+      << step.dump();
+  // After the analysis's recovery point the ring runs near its baseline again. "Near" is wide:
+  // under TCG the same ring's baseline ranged from 0.0017 to 0.0033 GB/s across 13 runs here, and
+  // one run's guest slowed by 30 % between its baseline and its recovery window.
   ASSERT_FALSE(after.empty());
-  EXPECT_GT(median(after), 0.8 * baseline);
+  EXPECT_GT(median(after), 0.6 * baseline);
 }
 
 TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
