@@ -449,7 +449,7 @@ void RunExecution::setState(RunState state) {
     state_ = state;
   }
   const std::string name(core::runStateName(state));
-  (void)store().setRunState(run_id_, name);
+  recorder_.runState(run_id_, name);
   event("state", {{"state", name}});
 }
 

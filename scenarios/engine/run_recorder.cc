@@ -26,10 +26,42 @@ void RunRecorder::event(store::EventRecord record) {
 
 void RunRecorder::journalMark(int64_t entry_id, std::string state) {
   Item item;
-  item.is_mark = true;
-  item.entry_id = entry_id;
+  item.kind = ItemKind::kJournalMark;
+  item.id = entry_id;
   item.state = std::move(state);
   post(std::move(item));
+}
+
+void RunRecorder::runState(int64_t run_id, std::string state) {
+  Item item;
+  item.kind = ItemKind::kRunState;
+  item.id = run_id;
+  item.state = std::move(state);
+  post(std::move(item));
+}
+
+core::Status RunRecorder::write(store::Store& store, const Item& item) {
+  switch (item.kind) {
+    case ItemKind::kEvent:
+      return store.appendEvent(item.event);
+    case ItemKind::kJournalMark:
+      return store.journalMark(item.id, item.state);
+    case ItemKind::kRunState:
+      return store.setRunState(item.id, item.state);
+  }
+  return core::Status::ok();
+}
+
+std::string RunRecorder::describe(const Item& item) {
+  switch (item.kind) {
+    case ItemKind::kEvent:
+      return "event " + item.event.kind;
+    case ItemKind::kJournalMark:
+      return "journal mark " + item.state + " of entry " + std::to_string(item.id);
+    case ItemKind::kRunState:
+      return "state " + item.state + " of run " + std::to_string(item.id);
+  }
+  return "";
 }
 
 void RunRecorder::post(Item item) {
@@ -55,14 +87,8 @@ void RunRecorder::writerLoop() {
     Item item = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    core::Status status = item.is_mark ? store_.journalMark(item.entry_id, item.state)
-                                       : store_.appendEvent(item.event);
-    if (!status.isOk()) {
-      core::logError(std::string("run recorder: ") +
-                     (item.is_mark ? "journal mark " + item.state + " of entry " +
-                                         std::to_string(item.entry_id)
-                                   : "event " + item.event.kind) +
-                     ": " + status.toString());
+    if (core::Status status = write(store_, item); !status.isOk()) {
+      core::logError("run recorder: " + describe(item) + ": " + status.toString());
     }
     lock.lock();
     ++written_;

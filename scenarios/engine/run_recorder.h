@@ -1,10 +1,12 @@
 #pragma once
-// Writes a run's events and journal marks on a thread of its own, in the order they were posted,
-// so that the fault timeline never waits for an fsynced commit between two scheduled instants
-// (each costs ~5 ms here). Journal *intents* are never posted here: they must be durable before a
-// fault is applied. A lost mark is harmless: an entry left "applied" whose fault was reverted is
-// reverted again (idempotently) at the next start. flush() returns once everything posted before
-// it is stored; the destructor flushes. Any thread may post.
+// Writes a run's events, state changes and journal marks on a thread of its own, in the order
+// they were posted, so that the fault timeline never waits for an fsynced commit between two
+// scheduled instants (each costs ~5 ms here, and one that meets a WAL checkpoint or the samples'
+// writer ~100 ms: the state change to "injecting" made the first fault of a run that late). Journal
+// *intents* are never posted here: they must be durable before a fault is applied. A lost mark is
+// harmless: an entry left "applied" whose fault was reverted is reverted again (idempotently) at
+// the next start. flush() returns once everything posted before it is stored; the destructor
+// flushes. Any thread may post.
 
 #include <condition_variable>
 #include <cstdint>
@@ -26,15 +28,21 @@ class RunRecorder {
 
   void event(store::EventRecord record);
   void journalMark(int64_t entry_id, std::string state);
+  // The run's state (Store::setRunState), for GET /v1/runs and its transitions; the engine's own
+  // view of the state is in memory and changes at once.
+  void runState(int64_t run_id, std::string state);
   void flush();
 
  private:
+  enum class ItemKind { kEvent, kJournalMark, kRunState };
   struct Item {
-    bool is_mark = false;
+    ItemKind kind = ItemKind::kEvent;
     store::EventRecord event;
-    int64_t entry_id = 0;
+    int64_t id = 0;  // journal entry or run
     std::string state;
   };
+  static core::Status write(store::Store& store, const Item& item);
+  static std::string describe(const Item& item);
   void post(Item item);
   void writerLoop();
 

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -40,6 +42,26 @@ TEST_F(RunRecorderTest, FlushReturnsWithEverythingPostedStoredInOrder) {
   for (int i = 0; i < 200; ++i) EXPECT_EQ((*events)[static_cast<size_t>(i)].detail["i"], i);
   // Marks applied in order: applied then reverted (the reverse would be refused by the store).
   EXPECT_TRUE(store_->unrevertedJournal()->empty());
+}
+
+// The engine posts state changes here (the first fault of a run waited ~100 ms for the commit
+// of "injecting" when it met a WAL checkpoint): stored in order, each with its transition.
+TEST_F(RunRecorderTest, RunStatesAreStoredInOrderWithTheirTransitions) {
+  RunRecorder recorder(*store_);
+  for (const char* state : {"preparing", "baseline", "injecting"}) {
+    recorder.runState(run_, state);
+    recorder.event({run_, 0, 0, "state", {{"state", state}}});
+  }
+  recorder.flush();
+  auto run = store_->getRun(run_);
+  ASSERT_TRUE(run.isOk());
+  EXPECT_EQ(run->state, "injecting");
+  auto transitions = store_->runTransitions(run_);
+  ASSERT_TRUE(transitions.isOk());
+  std::vector<std::string> states;
+  for (const auto& t : *transitions) states.push_back(t["state"].get<std::string>());
+  const std::vector<std::string> tail(states.end() - 3, states.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"preparing", "baseline", "injecting"}));
 }
 
 TEST_F(RunRecorderTest, PostsFromSeveralThreadsAreAllStoredAndTheDestructorFlushes) {
