@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -109,12 +112,28 @@ std::vector<std::string> serveManagementInterfaces(const std::string& listen_add
 agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
                                         const ServeGuardOptions& options) {
   agent::TargetGuard guard;
-  guard.allowed = [&fabrics, extra = options.extra_allowed] {
-    std::vector<std::string> allowed = fabricFaultTargets(fabrics.list());
-    for (const auto& name : extra) {
-      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) allowed.push_back(name);
+  // The list is asked for inside every fault apply, concurrently for the ports of one instant, so
+  // it is kept until the catalog's version moves: building it from list() copied every fabric.
+  struct CachedAllowlist {
+    std::mutex mu;
+    std::optional<uint64_t> version;
+    std::vector<std::string> names;
+  };
+  auto cache = std::make_shared<CachedAllowlist>();
+  guard.allowed = [&fabrics, cache, extra = options.extra_allowed] {
+    const std::optional<uint64_t> version = fabrics.version();
+    std::lock_guard lock(cache->mu);
+    if (!version || version != cache->version) {
+      std::vector<std::string> allowed = fabricFaultTargets(fabrics.list());
+      for (const auto& name : extra) {
+        if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+          allowed.push_back(name);
+        }
+      }
+      cache->names = std::move(allowed);
+      cache->version = version;
     }
-    return allowed;
+    return cache->names;
   };
   if (options.allow_management) {
     core::logWarn(

@@ -9,19 +9,39 @@
 
 namespace fabric_chaos::lab {
 
-std::vector<scenarios::Fabric> DirectoryFabricCatalog::list() {
-  std::vector<scenarios::Fabric> fabrics;
+std::map<std::string, DirectoryFabricCatalog::FileStamp> DirectoryFabricCatalog::scanStamps()
+    const {
+  std::map<std::string, FileStamp> stamps;
   std::error_code ec;
   const std::filesystem::path dir = state_dir_ + "/fabrics";
-  std::lock_guard lock(mu_);
-  std::set<std::string> present;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".json") continue;
     const std::string path = entry.path().string();
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) continue;  // removed meanwhile
-    const FileStamp stamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                          static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+    stamps[path] =
+        FileStamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                  static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+  }
+  return stamps;
+}
+
+std::optional<uint64_t> DirectoryFabricCatalog::version() {
+  std::map<std::string, FileStamp> stamps = scanStamps();
+  std::lock_guard lock(mu_);
+  if (stamps != versioned_stamps_) {
+    versioned_stamps_ = std::move(stamps);
+    ++version_;
+  }
+  return version_;
+}
+
+std::vector<scenarios::Fabric> DirectoryFabricCatalog::list() {
+  std::vector<scenarios::Fabric> fabrics;
+  const std::map<std::string, FileStamp> stamps = scanStamps();
+  std::lock_guard lock(mu_);
+  std::set<std::string> present;
+  for (const auto& [path, stamp] : stamps) {
     present.insert(path);
     auto cached = cache_.find(path);
     if (cached == cache_.end() || !(cached->second.stamp == stamp)) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "scenarios/services.h"
 
@@ -20,6 +21,8 @@ class DirectoryFabricCatalog : public scenarios::FabricCatalog {
   explicit DirectoryFabricCatalog(std::string state_dir) : state_dir_(std::move(state_dir)) {}
   std::vector<scenarios::Fabric> list() override;
   core::Result<scenarios::Fabric> get(const std::string& name) override;
+  // Bumped when a fabric file appears, goes or changes (stamps only: nothing is parsed).
+  std::optional<uint64_t> version() override;
 
  private:
   // What identifies one version of a file without reading it.
@@ -34,9 +37,14 @@ class DirectoryFabricCatalog : public scenarios::FabricCatalog {
     std::optional<scenarios::Fabric> fabric;  // nullopt: not a valid fabric document
   };
 
+  // Every *.json file in the fabrics directory with its stamp.
+  std::map<std::string, FileStamp> scanStamps() const;
+
   std::string state_dir_;
   std::mutex mu_;
   std::map<std::string, CachedFile> cache_;  // by path
+  std::map<std::string, FileStamp> versioned_stamps_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace fabric_chaos::lab

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "injectors/sys/netns.h"
 #include "lab/lab_common.h"
 
 namespace fabric_chaos::lab {
@@ -191,6 +192,7 @@ Status NetnsLab::disableOffloads(const Progress& progress) {
 Status NetnsLab::down(const Progress& progress) {
   auto present = listOwnNamespaces();
   if (!present.isOk()) return present.status();
+  sys::releasePooledNetnsSockets();  // or the namespaces would outlive their deletion
   Status first_error;
   for (const auto& ns : *present) {
     progress("removing namespace " + ns);

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "injectors/sys/netns.h"
 #include "lab/lab_common.h"
 
 namespace fabric_chaos::lab {
@@ -677,6 +678,7 @@ Status VmLab::down(const Progress& progress) {
       }
     }
   }
+  sys::releasePooledNetnsSockets();  // or the namespaces would outlive their deletion
   Status first_error;
   if (switchPresent()) {
     progress("removing namespace " + switchNs(options_));

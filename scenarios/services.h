@@ -3,6 +3,7 @@
 // tested with fakes. Implementations are thread-safe.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ class FabricCatalog {
   virtual ~FabricCatalog() = default;
   virtual std::vector<Fabric> list() = 0;
   virtual core::Result<Fabric> get(const std::string& name) = 0;  // kNotFound
+  // A number that changes whenever list() would answer differently, cheaper to ask than list():
+  // what lets the embedded agent's guard keep its allowlist between fault applies. nullopt: this
+  // catalog cannot tell, so ask list() every time.
+  virtual std::optional<uint64_t> version() { return std::nullopt; }
 };
 
 class RunService {

@@ -1,13 +1,15 @@
 #include "injectors/sys/links.h"
 
 #include <linux/if.h>
+#include <linux/rtnetlink.h>
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
 
 #include <algorithm>
 
 #include "injectors/sys/netlink_status.h"
-#include "injectors/sys/netns.h"
+#include "injectors/sys/route_socket_pool.h"
 
 namespace fabric_chaos::sys {
 namespace {
@@ -65,10 +67,8 @@ class NetlinkLinkControl : public LinkControl {
   core::Result<LinkInfo> getLink(const std::string& netns, const std::string& ifname) override {
     if (!isValidIfname(ifname)) return invalidIfname(ifname);
     LinkInfo info;
-    core::Status status = runInNetns(netns, [&]() -> core::Status {
-      auto sock = connectRoute();
-      if (!sock.isOk()) return sock.status();
-      auto link = fetchLink(sock->get(), netns, ifname);
+    core::Status status = RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
+      auto link = fetchLink(sock, netns, ifname);
       if (!link.isOk()) return link.status();
       info = describeLink(link->get());
       info.ifname = ifname;
@@ -80,11 +80,9 @@ class NetlinkLinkControl : public LinkControl {
 
   core::Result<std::vector<LinkInfo>> listLinks(const std::string& netns) override {
     std::vector<LinkInfo> links;
-    core::Status status = runInNetns(netns, [&]() -> core::Status {
-      auto sock = connectRoute();
-      if (!sock.isOk()) return sock.status();
+    core::Status status = RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
       nl_cache* raw = nullptr;
-      if (int err = rtnl_link_alloc_cache(sock->get(), AF_UNSPEC, &raw); err < 0) {
+      if (int err = rtnl_link_alloc_cache(sock, AF_UNSPEC, &raw); err < 0) {
         return nlStatus(err, "cannot list the links" + (netns.empty() ? "" : " of netns " + netns));
       }
       CachePtr cache(raw);
@@ -100,23 +98,26 @@ class NetlinkLinkControl : public LinkControl {
     return links;
   }
 
+  // One RTM_NEWLINK that names the device (ifi_index 0) and changes IFF_UP only: no read of the
+  // link first, so a flap phase is one round trip on a pooled socket.
   core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) override {
     if (!isValidIfname(ifname)) return invalidIfname(ifname);
-    return runInNetns(netns, [&]() -> core::Status {
-      auto sock = connectRoute();
-      if (!sock.isOk()) return sock.status();
-      auto orig = fetchLink(sock->get(), netns, ifname);
-      if (!orig.isOk()) return orig.status();
-      LinkPtr change(rtnl_link_alloc());
-      if (!change) {
+    return RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
+      nl_msg* msg = nlmsg_alloc_simple(RTM_NEWLINK, 0);
+      if (msg == nullptr) {
         return core::Status(core::StatusCode::kInternal, "cannot allocate a link change");
       }
-      if (up) {
-        rtnl_link_set_flags(change.get(), IFF_UP);
-      } else {
-        rtnl_link_unset_flags(change.get(), IFF_UP);
+      ifinfomsg change{};
+      change.ifi_family = AF_UNSPEC;
+      change.ifi_index = 0;  // by IFLA_IFNAME
+      change.ifi_change = IFF_UP;
+      change.ifi_flags = up ? IFF_UP : 0;
+      if (nlmsg_append(msg, &change, sizeof(change), NLMSG_ALIGNTO) < 0 ||
+          nla_put_string(msg, IFLA_IFNAME, ifname.c_str()) < 0) {
+        nlmsg_free(msg);
+        return core::Status(core::StatusCode::kInternal, "cannot build a link change");
       }
-      int err = rtnl_link_change(sock->get(), orig->get(), change.get(), 0);
+      const int err = nl_send_sync(sock, msg);  // sends, waits for the ack, frees msg
       if (err < 0) {
         if (nlStatusCode(err) == core::StatusCode::kNotFound) {
           return nlStatusWithMessage(err, noSuchDevice(netns, ifname));

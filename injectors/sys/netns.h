@@ -21,4 +21,10 @@ core::Status runInScratchNetns(const std::function<core::Status()>& fn);
 // /run/netns/NAME exists.
 bool netnsExists(const std::string& netns);
 
+// Closes the netlink sockets this process keeps open inside named namespaces (link changes reuse
+// them, injectors/sys/route_socket_pool.h). An open socket keeps a deleted namespace alive with
+// its devices, so whoever deletes lab namespaces calls this first; idle sockets close by
+// themselves after 10 s.
+void releasePooledNetnsSockets();
+
 }  // namespace fabric_chaos::sys

@@ -3,9 +3,8 @@
 // Errors carry nft's own error text. Thread-safe: every call makes its own nft context.
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 

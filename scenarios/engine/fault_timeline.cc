@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <functional>
 #include <set>
-#include <system_error>
-#include <thread>
 
 #include "core/log.h"
 #include "scenarios/composition.h"
@@ -43,23 +41,6 @@ json actionJson(const PlannedAction& action) {
           {"phase", action.phase},
           {"kind", action.kind},
           {"target", targetJson(action.target)}};
-}
-
-// Runs every call at once (the first on this thread) and returns their results in order: the
-// faults of one instant reach N interfaces together instead of one after the other.
-std::vector<Status> runConcurrently(const std::vector<std::function<Status()>>& calls) {
-  std::vector<Status> results(calls.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < calls.size(); ++i) {
-    try {
-      threads.emplace_back([&results, &calls, i] { results[i] = calls[i](); });
-    } catch (const std::system_error&) {
-      results[i] = calls[i]();  // no thread to be had: late, but done
-    }
-  }
-  if (!calls.empty()) results[0] = calls[0]();
-  for (auto& t : threads) t.join();
-  return results;
 }
 
 }  // namespace
@@ -140,11 +121,15 @@ core::Result<FaultTimeline::Pattern*> FaultTimeline::patternFor(const PlannedAct
 }
 
 Status FaultTimeline::prepare(const std::vector<PlannedAction>& plan) {
+  std::set<std::string> targets;
   for (const PlannedAction& action : plan) {
     auto pattern = patternFor(action);
     if (!pattern.isOk()) return pattern.status();
     ++(*pattern)->remaining;
+    targets.insert(stackKey(action));
   }
+  // One instant acts on at most every target at once; the threads wait from now on.
+  calls_.reserve(targets.size());
   return Status::ok();
 }
 
@@ -229,7 +214,7 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
     agent::Agent* agent = patterns_.at(stack.pattern).agent;
     agent_calls.push_back([agent, &stack] { return agent->applyFault(stack.fault); });
   }
-  const std::vector<Status> results = runConcurrently(agent_calls);
+  const std::vector<Status> results = calls_.run(agent_calls);
   if (deps_.progressed) deps_.progressed();
   const double t = msNow();
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -296,7 +281,7 @@ void FaultTimeline::restore(const std::vector<std::string>& keys, const std::str
       return pattern.agent->revertFault(stack.fault, pattern.prior);
     });
   }
-  const std::vector<Status> results = runConcurrently(calls);
+  const std::vector<Status> results = calls_.run(calls);
   if (deps_.progressed) deps_.progressed();
   for (size_t i = 0; i < keys.size(); ++i) {
     Stack& stack = stacks_.at(keys[i]);

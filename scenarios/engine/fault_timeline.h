@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "scenarios/engine/agent_directory.h"
+#include "scenarios/engine/concurrent_calls.h"
 #include "scenarios/engine/run_recorder.h"
 #include "scenarios/plan.h"
 #include "store/store.h"
@@ -135,6 +136,7 @@ class FaultTimeline {
   uint64_t next_seq_ = 1;
   std::map<int, std::pair<double, double>> windows_;
   std::atomic<int> active_count_{0};
+  ConcurrentCalls calls_;  // last: its workers stop before the rest goes
 };
 
 }  // namespace fabric_chaos::scenarios

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "app/local_stack.h"
 #include "core/clock.h"
@@ -422,6 +423,37 @@ TEST(ServeTargetGuard, FabricsPlusExtraInterfacesReadLive) {
   EXPECT_NE(std::find(guard.management.begin(), guard.management.end(), "lo"),
             guard.management.end());
   EXPECT_TRUE(app::makeServeTargetGuard(catalog, {"127.0.0.1", {}, true}).management.empty());
+}
+
+// A catalog that can tell when it changed: the guard builds its list once per version.
+class VersionedCatalog : public FixedCatalog {
+ public:
+  std::vector<scenarios::Fabric> list() override {
+    ++lists;
+    return FixedCatalog::list();
+  }
+  std::optional<uint64_t> version() override { return current_version; }
+  uint64_t current_version = 1;
+  int lists = 0;
+};
+
+TEST(ServeTargetGuard, KeepsItsListUntilTheCatalogVersionMoves) {
+  VersionedCatalog catalog;
+  TargetGuard guard = app::makeServeTargetGuard(catalog, {"127.0.0.1", {"fcl-extra/v0"}, true});
+  EXPECT_EQ(guard.allowed(), (std::vector<std::string>{"fcl-extra/v0"}));
+  EXPECT_EQ(guard.allowed(), (std::vector<std::string>{"fcl-extra/v0"}));
+  EXPECT_EQ(catalog.lists, 1) << "the same version: the list is kept";
+
+  catalog.fabrics.push_back(labFabric());
+  catalog.current_version = 2;
+  auto allowed = guard.allowed();
+  EXPECT_EQ(catalog.lists, 2);
+  EXPECT_EQ(allowed.size(), 5u);
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), "fcl-sw0/p1"), allowed.end());
+
+  catalog.fabrics.clear();
+  catalog.current_version = 3;
+  EXPECT_EQ(guard.allowed(), (std::vector<std::string>{"fcl-extra/v0"})) << "a lab went down";
 }
 
 }  // namespace

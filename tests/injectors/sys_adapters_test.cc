@@ -11,12 +11,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "injectors/loss/packet_loss.h"
@@ -55,6 +58,16 @@ ShellResult sh(const std::string& cmd, bool with_stderr = false) {
 bool inCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
+}
+
+// Polls condition every 20 ms until it holds or timeout_ms passes.
+bool waitUntil(const std::function<bool()>& condition, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 ino_t inodeOf(const std::string& path) {
@@ -120,6 +133,7 @@ class SysAdaptersTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    sys::releasePooledNetnsSockets();  // or deleted namespaces would live on for seconds
     for (const std::string& ns : created_) sh("ip netns del " + ns);
     created_.clear();
   }
@@ -273,6 +287,33 @@ TEST_F(SysAdaptersTest, LinksReportMissingDevicesAndNamespaces) {
   EXPECT_EQ(set.message(), "no such device vb in netns " + ns_a_);
   EXPECT_EQ(links->getLink("fct-no-such-ns", "va").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(links->getLink(ns_a_, "bad/name").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Link changes reuse a netlink socket per namespace. Such a socket pins its namespace: one kept
+// across `ip netns del` + `ip netns add` of the same name would act on the dead namespace, and
+// one never closed would keep a deleted namespace's devices alive. Both are observed with `ip`.
+TEST_F(SysAdaptersTest, PooledLinkSocketsFollowTheNamespaceAndLetItGo) {
+  auto links = sys::makeNetlinkLinkControl();
+  ASSERT_TRUE(links->setAdminUp(ns_a_, "va", true).isOk());
+
+  ASSERT_EQ(sh("ip netns del " + ns_a_).exit_code, 0);
+  ASSERT_EQ(sh("ip netns add " + ns_a_).exit_code, 0);
+  ASSERT_EQ(
+      sh("ip -n " + ns_a_ + " link add vc type veth peer name vd netns " + ns_b_, true).exit_code,
+      0);
+  // The same name now means another namespace: the change lands in it.
+  EXPECT_EQ(links->getLink(ns_a_, "va").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(links->setAdminUp(ns_a_, "vc", true).isOk());  // its socket stays pooled
+  EXPECT_TRUE(hasFlag(ipLink(ns_a_, "vc"), "UP"));
+  // And the old namespace was let go: its va end took vb with it.
+  EXPECT_TRUE(waitUntil([&] { return ipLink(ns_b_, "vb").is_null(); }, 5000))
+      << "vb is still in " << ns_b_ << ": the deleted namespace is still held";
+
+  // Released before a deletion, the namespace goes at once, and vd (vc's peer) with it.
+  sys::releasePooledNetnsSockets();
+  ASSERT_EQ(sh("ip netns del " + ns_a_).exit_code, 0);
+  EXPECT_TRUE(waitUntil([&] { return ipLink(ns_b_, "vd").is_null(); }, 5000))
+      << "vd is still in " << ns_b_ << ": the deleted namespace is still held";
 }
 
 // --- qdiscs ---

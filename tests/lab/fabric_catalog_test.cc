@@ -74,5 +74,27 @@ TEST_F(FabricCatalogTest, SeesNewChangedReplacedAndRemovedFiles) {
   EXPECT_EQ(catalog.get("a").status().code(), core::StatusCode::kNotFound);
 }
 
+TEST_F(FabricCatalogTest, VersionMovesExactlyWhenAFabricFileAppearsChangesOrGoes) {
+  DirectoryFabricCatalog catalog(dir_.string());
+  const auto empty = catalog.version();
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(catalog.version(), empty) << "nothing changed";
+
+  write("a.json", scenarios::toJson(fabricNamed("a", "h0")).dump());
+  const auto added = catalog.version();
+  EXPECT_NE(added, empty);
+  write("notes.txt", "not a fabric file");
+  EXPECT_EQ(catalog.version(), added) << "only *.json files count";
+
+  write("a.json", scenarios::toJson(fabricNamed("a", "host-zero")).dump());
+  const auto changed = catalog.version();
+  EXPECT_NE(changed, added);
+  EXPECT_EQ(catalog.version(), changed);
+
+  fs::remove(dir_ / "fabrics" / "a.json");
+  EXPECT_NE(catalog.version(), changed);
+  EXPECT_TRUE(catalog.list().empty());
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab
