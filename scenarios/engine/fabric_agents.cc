@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -11,6 +12,17 @@
 
 namespace fabric_chaos::scenarios {
 namespace {
+
+// Why an agent that reports `kinds` cannot run `kind`, as ": <reason>" (or "" when it gives
+// none); nullopt when it can.
+std::optional<std::string> whyCannotRun(const std::vector<injectors::KindInfo>& kinds,
+                                        const std::string& kind) {
+  auto it = std::find_if(kinds.begin(), kinds.end(),
+                         [&](const injectors::KindInfo& k) { return k.kind == kind; });
+  if (it == kinds.end()) return std::string(": its agent does not know this kind");
+  if (!it->available) return it->reason.empty() ? std::string() : ": " + it->reason;
+  return std::nullopt;
+}
 
 using core::Status;
 using core::StatusCode;
@@ -162,14 +174,8 @@ core::Result<KindCatalog> FabricAgents::kindCatalog(const Fabric& fabric) {
   for (const std::string& kind : known) {
     std::string why;
     for (size_t i = 0; i < groups.size() && why.empty(); ++i) {
-      const auto& kinds = infos[i]->kinds;
-      auto it = std::find_if(kinds.begin(), kinds.end(),
-                             [&](const injectors::KindInfo& k) { return k.kind == kind; });
-      const std::string where = "on " + describeHostAgent(groups[i].hosts, groups[i].ref);
-      if (it == kinds.end()) {
-        why = where + ": its agent does not know this kind";
-      } else if (!it->available) {
-        why = where + (it->reason.empty() ? "" : ": " + it->reason);
+      if (auto cannot = whyCannotRun(infos[i]->kinds, kind)) {
+        why = "on " + describeHostAgent(groups[i].hosts, groups[i].ref) + *cannot;
       } else if (validator.count(kind) == 0) {
         validator[kind] = i;
       }
@@ -206,18 +212,9 @@ Status FabricAgents::checkActingAgent(const Fabric& fabric, const PlannedAction&
     return Status(StatusCode::kUnavailable, "cannot check fault kind " + action.kind + " on " +
                                                 where + ": " + info.status().message());
   }
-  const auto& kinds = info->kinds;
-  auto it = std::find_if(kinds.begin(), kinds.end(),
-                         [&](const injectors::KindInfo& k) { return k.kind == action.kind; });
-  if (it == kinds.end()) {
-    return Status(StatusCode::kUnprocessable, "fault kind " + action.kind +
-                                                  " is not available on " + where +
-                                                  ": its agent does not know this kind");
-  }
-  if (!it->available) {
-    return Status(StatusCode::kUnprocessable, "fault kind " + action.kind +
-                                                  " is not available on " + where +
-                                                  (it->reason.empty() ? "" : ": " + it->reason));
+  if (auto cannot = whyCannotRun(info->kinds, action.kind)) {
+    return Status(StatusCode::kUnprocessable,
+                  "fault kind " + action.kind + " is not available on " + where + *cannot);
   }
   return Status::ok();
 }

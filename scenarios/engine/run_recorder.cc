@@ -19,25 +19,15 @@ RunRecorder::~RunRecorder() {
 }
 
 void RunRecorder::event(store::EventRecord record) {
-  Item item;
-  item.event = std::move(record);
-  post(std::move(item));
+  post(Item{ItemKind::kEvent, std::move(record), 0, ""});
 }
 
 void RunRecorder::journalMark(int64_t entry_id, std::string state) {
-  Item item;
-  item.kind = ItemKind::kJournalMark;
-  item.id = entry_id;
-  item.state = std::move(state);
-  post(std::move(item));
+  post(Item{ItemKind::kJournalMark, {}, entry_id, std::move(state)});
 }
 
 void RunRecorder::runState(int64_t run_id, std::string state) {
-  Item item;
-  item.kind = ItemKind::kRunState;
-  item.id = run_id;
-  item.state = std::move(state);
-  post(std::move(item));
+  post(Item{ItemKind::kRunState, {}, run_id, std::move(state)});
 }
 
 core::Status RunRecorder::write(store::Store& store, const Item& item) {

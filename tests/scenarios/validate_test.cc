@@ -98,6 +98,25 @@ TEST(ValidateTest, ParamErrorsArePrefixedAndKeepTheirCode) {
               "steps[0].params: sch_netem is not in this kernel");
 }
 
+// The acting agent is asked once per (kind, target), however many phases a pattern plans there,
+// and its refusal names the step.
+TEST(ValidateTest, TheActingAgentIsAskedOncePerKindAndTarget) {
+  Scenario s = validScenario();
+  s.steps[0].params = {{"down_ms", 100}, {"up_ms", 100}, {"count", 50}};  // 100 actions, h1
+  std::vector<std::string> asked;
+  KindCatalog kinds = catalog();
+  kinds.check_action = [&](const PlannedAction& action) -> Status {
+    asked.push_back(action.kind + " " + action.target.host);
+    if (action.kind == "packet_loss" && action.target.host == "h3") {
+      return Status(StatusCode::kUnprocessable, "sch_netem is not in this kernel");
+    }
+    return Status::ok();
+  };
+  Status st = validateForFabric(s, testFabric(), kinds);
+  EXPECT_EQ(asked, (std::vector<std::string>{"link_flap h1", "packet_loss h2", "packet_loss h3"}));
+  expectError(st, StatusCode::kUnprocessable, "steps[1].target: sch_netem is not in this kernel");
+}
+
 TEST(ValidateTest, UnknownTargetIsUnprocessable) {
   Scenario s = validScenario();
   s.steps[0].target.host = "h9";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 
 #include "tests/privileged/support.h"
@@ -45,6 +46,15 @@ class ConsoleWatcher {
   };
   explicit ConsoleWatcher(std::string path) : path_(std::move(path)) {}
 
+  // What the guest's print loop reported after "FC_QDISC ", if the line is one of its.
+  static std::optional<std::string> qdiscIn(const std::string& line) {
+    const auto at = line.find("FC_QDISC ");
+    if (at == std::string::npos) return std::nullopt;
+    std::string qdisc = line.substr(at + 9);
+    while (!qdisc.empty() && (qdisc.back() == '\r' || qdisc.back() == ' ')) qdisc.pop_back();
+    return qdisc;
+  }
+
   // Reads what the guest appended since the last call.
   void poll() {
     std::ifstream in(path_);
@@ -60,11 +70,7 @@ class ConsoleWatcher {
       std::string line = chunk.substr(start, end - start);
       while (!line.empty() && line.back() == '\r') line.pop_back();
       all_.push_back({now, line});
-      if (auto at = line.find("FC_QDISC "); at != std::string::npos) {
-        std::string qdisc = line.substr(at + 9);
-        while (!qdisc.empty() && (qdisc.back() == '\r' || qdisc.back() == ' ')) qdisc.pop_back();
-        lines_.push_back({now, qdisc});
-      }
+      if (auto qdisc = qdiscIn(line)) lines_.push_back({now, *qdisc, all_.size() - 1});
       start = end + 1;
     }
   }
@@ -88,13 +94,11 @@ class ConsoleWatcher {
   double spanOf(const std::function<bool(const std::string&)>& pred, size_t from) {
     poll();
     int64_t first = 0;
-    for (size_t i = from; i < all_.size(); ++i) {
-      const std::string& line = all_[i].qdisc;
-      const auto at = line.find("FC_QDISC ");
-      if (at == std::string::npos) continue;
-      const bool holds = pred(line.substr(at + 9));
-      if (holds && first == 0) first = all_[i].seen_ns;
-      if (!holds && first != 0) return static_cast<double>(all_[i].seen_ns - first) / 1e6;
+    for (const QdiscLine& line : lines_) {
+      if (line.console_index < from) continue;
+      const bool holds = pred(line.qdisc);
+      if (holds && first == 0) first = line.seen_ns;
+      if (!holds && first != 0) return static_cast<double>(line.seen_ns - first) / 1e6;
     }
     return 0;
   }
@@ -126,7 +130,10 @@ class ConsoleWatcher {
  private:
   std::string path_;
   size_t offset_ = 0;
-  std::vector<Line> lines_;
+  struct QdiscLine : Line {
+    size_t console_index = 0;  // where in all_ it was printed
+  };
+  std::vector<QdiscLine> lines_;
   std::vector<Line> all_;  // every line; `qdisc` holds the whole line
 };
 
