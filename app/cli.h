@@ -13,6 +13,8 @@ int serveMain(int argc, char** argv);
 int labMain(int argc, char** argv);
 int workloadMain(int argc, char** argv);
 int agentMain(int argc, char** argv);
+// The pfc_storm emitter (app/pfc_emit_cmd.cc); argv[0] is "pfc-emit".
+int pfcEmitMain(int argc, char** argv);
 
 // --name value / --name=value flags after the subcommand; positional words kept in order.
 // Unknown flags are reported by the caller with the list it accepts.

@@ -163,6 +163,16 @@ core::Result<injectors::RegistryOptions> registryOptionsFromFlag(
   return options;
 }
 
+namespace {
+
+injectors::RegistryOptions withSelfExe(injectors::RegistryOptions options,
+                                       const std::string& self_exe) {
+  if (options.self_exe.empty()) options.self_exe = self_exe;
+  return options;
+}
+
+}  // namespace
+
 LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
                        agent::TargetGuard guard, const injectors::RegistryOptions& registry_options,
                        std::function<std::vector<std::string>()> netdev_namespaces,
@@ -170,13 +180,20 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
     : links(sys::makeNetlinkLinkControl()),
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
-      registry(
-          injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get()}, registry_options)),
+      emitters(sys::makeProcessEmitters(log_dir + "/emitters", sys::makeForkExecLauncher())),
+      registry(injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get(), emitters.get()},
+                                       withSelfExe(registry_options, self_exe))),
       launcher(sys::makeForkExecLauncher()),
       rdma(sys::makeSysfsRdmaDevices()),
       local_agent(
           *registry, *launcher,
           {self_exe, log_dir, std::move(guard), version, agent::makeSystemHostProbe()->hostname(),
-           links.get(), rdma.get(), std::move(netdev_namespaces)}) {}
+           links.get(), rdma.get(), std::move(netdev_namespaces)}) {
+  if (const int strays = emitters->stopRecorded(1000); strays > 0) {
+    core::logWarn("stopped " + std::to_string(strays) +
+                  " fault emitter(s) a previous run of this program left running (" + log_dir +
+                  "/emitters)");
+  }
+}
 
 }  // namespace fabric_chaos::app

@@ -17,6 +17,7 @@
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
+#include "injectors/sys/emitters.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/process.h"
@@ -90,6 +91,9 @@ struct LocalStack {
   std::unique_ptr<sys::LinkControl> links;
   std::unique_ptr<sys::Nftables> nftables;
   std::unique_ptr<sys::Qdiscs> qdiscs;
+  // Long-running faults' processes, recorded in log_dir/emitters; the ones a crashed incarnation
+  // left are stopped when the stack is built.
+  std::unique_ptr<sys::Emitters> emitters;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

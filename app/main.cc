@@ -25,6 +25,7 @@ Commands:
   lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
   workload   run one rank of the ring-allreduce probe (started by agents)
   run        the CI client: start a scenario or suite on a server, follow it, exit 0/1/2
+  pfc-emit   send 802.1Qbb PFC pause frames on an interface (the pfc_storm fault's emitter)
   --version  print the version
   --help     this text
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
   // The rank parser expects the subcommand name as argv[0].
   if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);
+  if (command == "pfc-emit") return fabric_chaos::app::pfcEmitMain(argc - 1, argv + 1);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

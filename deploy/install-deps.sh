@@ -15,7 +15,7 @@ packages=(
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
   clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests
-  iproute2 nftables iputils-ping util-linux procps kmod ethtool
+  iproute2 nftables iputils-ping util-linux procps kmod ethtool tshark
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)

@@ -3,6 +3,7 @@
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
+#include "injectors/pfc/pfc_storm.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/qdisc.h"
 
@@ -98,6 +99,7 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
   registry->add(std::make_unique<LinkFlap>(adapters.links));
   registry->add(makePacketLoss(adapters, netem, options));
   registry->add(std::make_unique<Netem>(adapters.qdiscs, netem.available, netem.problem));
+  registry->add(std::make_unique<PfcStorm>(adapters.links, adapters.emitters, options.self_exe));
   return registry;
 }
 

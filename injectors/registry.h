@@ -14,6 +14,7 @@
 #include "injectors/loss/packet_loss.h"
 
 namespace fabric_chaos::sys {
+class Emitters;
 class LinkControl;
 class Nftables;
 class Qdiscs;
@@ -36,6 +37,7 @@ struct SysAdapters {
   sys::LinkControl* links = nullptr;
   sys::Nftables* nftables = nullptr;
   sys::Qdiscs* qdiscs = nullptr;
+  sys::Emitters* emitters = nullptr;  // long-running kinds' processes (pfc_storm)
 };
 
 struct RegistryOptions {
@@ -43,6 +45,9 @@ struct RegistryOptions {
   // it, else nftables. A forced backend the kernel lacks leaves packet_loss unavailable with the
   // reason (faults that name the other backend in params still work); it never fails start-up.
   std::optional<LossBackend> loss_backend;
+  // This program, whose subcommands long-running kinds start as emitters (`pfc-emit`). "" leaves
+  // those kinds unavailable.
+  std::string self_exe = {};
 };
 
 // Probes the kernel through the adapters and registers every fault family.

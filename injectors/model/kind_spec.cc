@@ -7,6 +7,7 @@
 #include "injectors/model/link_flap_spec.h"
 #include "injectors/model/netem_kind_spec.h"
 #include "injectors/model/packet_loss_spec.h"
+#include "injectors/model/pfc_storm_spec.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -67,6 +68,21 @@ core::Status checkParamValue(const ParamSpec& param, const json& value) {
     case ParamType::kObject:
       if (!value.is_object()) return invalid(param.name, "must be an object");
       return core::Status::ok();
+    case ParamType::kIntegerList: {
+      const std::string expected =
+          "must be a non-empty list of distinct integers" + (range.empty() ? "" : " in " + range);
+      if (!value.is_array() || value.empty()) return invalid(param.name, expected);
+      std::vector<int64_t> seen;
+      for (const json& item : value) {
+        if (!item.is_number_integer() ||
+            !inRange(param, static_cast<double>(item.get<int64_t>())) ||
+            std::find(seen.begin(), seen.end(), item.get<int64_t>()) != seen.end()) {
+          return invalid(param.name, expected);
+        }
+        seen.push_back(item.get<int64_t>());
+      }
+      return core::Status::ok();
+    }
   }
   return core::Status::ok();
 }
@@ -80,7 +96,8 @@ const ParamSpec* KindSpec::param(std::string_view name) const {
 
 const std::vector<const KindSpec*>& kindSpecs() {
   static const std::vector<const KindSpec*> specs = [] {
-    std::vector<const KindSpec*> all{&linkFlapSpec(), &netemKindSpec(), &packetLossSpec()};
+    std::vector<const KindSpec*> all{&linkFlapSpec(), &netemKindSpec(), &packetLossSpec(),
+                                     &pfcStormSpec()};
     std::sort(all.begin(), all.end(),
               [](const KindSpec* a, const KindSpec* b) { return a->kind < b->kind; });
     return all;
@@ -162,6 +179,8 @@ std::string toString(ParamType type) {
       return "choice";
     case ParamType::kObject:
       return "object";
+    case ParamType::kIntegerList:
+      return "integer list";
   }
   return "number";
 }

@@ -24,8 +24,9 @@ enum class ParamType {
   kInteger,  // a JSON integer
   kNumber,   // any JSON number
   kBoolean,
-  kChoice,  // a string from `choices`
-  kObject,  // a nested object the kind checks itself (netem's loss_model)
+  kChoice,       // a string from `choices`
+  kObject,       // a nested object the kind checks itself (netem's loss_model)
+  kIntegerList,  // a non-empty JSON array of distinct integers, each in the range (priorities)
 };
 
 struct ParamSpec {

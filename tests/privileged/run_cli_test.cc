@@ -202,9 +202,16 @@ TEST_F(RunCli, CtrlCAbortsTheRunOnTheServerAndExitsTwo) {
   EXPECT_NE(cli.output().find("interrupted (Ctrl-C): aborted run " + std::to_string(id)),
             std::string::npos)
       << cli.output();
-  json run_body = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
+  const HttpReply reply = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id));
+  const json run_body = reply.json();
+  ASSERT_TRUE(run_body.is_object())
+      << "GET /v1/runs/" << id << ": " << reply.status << " " << reply.body << "\n"
+      << cli.output() << "\nserve:\n"
+      << serve_->output();
   EXPECT_EQ(run_body["state"], "aborted") << run_body.dump(2);
-  json report = jsonFile(dir_ + "/abort.json");
+  const json report = jsonFile(dir_ + "/abort.json");
+  ASSERT_TRUE(report.is_object()) << "abort.json: " << readWholeFile(dir_ + "/abort.json") << "\n"
+                                  << cli.output();
   EXPECT_EQ(report["verdict"], "error");
   EXPECT_EQ(report["exit_code"], 2);
 }

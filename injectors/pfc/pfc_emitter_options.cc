@@ -1,0 +1,181 @@
+#include "injectors/pfc/pfc_emitter_options.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+#include "injectors/pfc/pfc_frame.h"
+
+namespace fabric_chaos::injectors {
+namespace {
+
+constexpr int64_t kDayMs = 86'400'000;
+
+core::Status invalid(const std::string& message) {
+  return core::Status(core::StatusCode::kInvalidArgument, message);
+}
+
+// A decimal integer in [min, max], all of `text`.
+core::Result<int64_t> parseInt(const std::string& flag, const std::string& text, int64_t min,
+                               int64_t max) {
+  const std::string range = " (" + std::to_string(min) + "-" + std::to_string(max) + ")";
+  if (text.empty() || text.size() > 18 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return invalid(flag + " wants a whole number" + range + ", not \"" + text + "\"");
+  }
+  const int64_t value = std::stoll(text);
+  if (value < min || value > max) {
+    return invalid(flag + " " + text + " is out of range" + range);
+  }
+  return value;
+}
+
+bool isBoolean(const std::string& flag) {
+  return flag == "--continuous" || flag == "--xon-on-stop";
+}
+
+std::string formatMicros(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), us >= 1 ? "%.1f" : "%.3g", us);
+  return buf;
+}
+
+}  // namespace
+
+core::Result<PfcEmitterOptions> parsePfcEmitterArgs(int argc, char** argv) {
+  PfcEmitterOptions o;
+  bool have_priorities = false;
+  bool have_on = false;
+  bool have_off = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i] == nullptr ? "" : argv[i];
+    if (flag.rfind("--", 0) != 0) return invalid("unexpected argument \"" + flag + "\"");
+    std::string value;
+    bool inline_value = false;
+    if (auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      inline_value = true;
+    }
+    static constexpr const char* kFlags[] = {
+        "--ifname",    "--priorities", "--quanta", "--interval-us", "--continuous",
+        "--link-mbps", "--on-ms",      "--off-ms", "--xon-on-stop", "--stats-ms"};
+    if (std::find_if(std::begin(kFlags), std::end(kFlags),
+                     [&](const char* known) { return flag == known; }) == std::end(kFlags)) {
+      return invalid("unknown flag " + flag);
+    }
+    if (isBoolean(flag)) {
+      if (inline_value) return invalid(flag + " takes no value");
+      (flag == "--continuous" ? o.continuous : o.xon_on_stop) = true;
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc || argv[i + 1] == nullptr) return invalid(flag + " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--ifname") {
+      if (value.empty() || value.size() > 15) {
+        return invalid("--ifname \"" + value + "\" is not an interface name (1-15 characters)");
+      }
+      o.ifname = value;
+    } else if (flag == "--priorities") {
+      auto mask = parsePriorityList(value);
+      if (!mask.isOk()) return mask.status().withContext("--priorities");
+      o.class_enable = *mask;
+      have_priorities = true;
+    } else if (flag == "--quanta") {
+      auto n = parseInt(flag, value, 0, 65535);
+      if (!n.isOk()) return n.status();
+      o.quanta = static_cast<uint16_t>(*n);
+    } else if (flag == "--interval-us") {
+      auto n = parseInt(flag, value, 1, 60'000'000);
+      if (!n.isOk()) return n.status();
+      o.interval_us = *n;
+    } else if (flag == "--link-mbps") {
+      auto n = parseInt(flag, value, 1, 10'000'000);
+      if (!n.isOk()) return n.status();
+      o.link_mbps = *n;
+    } else if (flag == "--on-ms") {
+      auto n = parseInt(flag, value, 1, kDayMs);
+      if (!n.isOk()) return n.status();
+      o.on_ms = *n;
+      have_on = true;
+    } else if (flag == "--off-ms") {
+      auto n = parseInt(flag, value, 0, kDayMs);
+      if (!n.isOk()) return n.status();
+      o.off_ms = *n;
+      have_off = true;
+    } else {  // --stats-ms
+      auto n = parseInt(flag, value, 10, kDayMs);
+      if (!n.isOk()) return n.status();
+      o.stats_ms = *n;
+    }
+  }
+  if (o.ifname.empty()) return invalid("--ifname is required");
+  if (!have_priorities) return invalid("--priorities is required (e.g. --priorities 3,4)");
+  if (o.interval_us.has_value() == o.continuous) {
+    return invalid("give exactly one of --interval-us N and --continuous");
+  }
+  if (o.continuous && o.quanta == 0) {
+    return invalid("--continuous needs --quanta above 0 (a pause of 0 quanta lasts no time)");
+  }
+  if (have_on != have_off) return invalid("--on-ms and --off-ms go together");
+  return o;
+}
+
+std::string pfcEmitterUsage() {
+  return R"(Usage: fabric-chaos pfc-emit --ifname IF --priorities P[,P...]
+                         (--interval-us N | --continuous) [options]
+
+Sends IEEE 802.1Qbb PFC pause frames out of IF, in the network namespace it was started in,
+until SIGTERM or SIGINT (or its parent process goes away).
+
+  --ifname IF          the interface to send on (required)
+  --priorities 3,4     the priorities (0-7) to pause (required)
+  --quanta Q           pause time of every listed priority, 0-65535 units of 512 bit times
+                       (default 65535)
+  --interval-us N      send one frame every N microseconds
+  --continuous         send every half pause time at the link speed, so the pause never lapses
+  --link-mbps M        the link speed for --continuous when ethtool reports none (it overrides
+                       the reported one)
+  --on-ms A --off-ms B intermittent storm: send during A ms, stay silent B ms, repeat
+  --xon-on-stop        on stopping send one XON (pause time 0) for the listed priorities
+  --stats-ms S         print a JSON stats line on stdout every S ms (default 200); the first
+                       one right after the first frame, the last one with "final":true
+
+Exit status: 0 stopped, 1 the packet socket cannot be opened, 2 bad usage.
+)";
+}
+
+core::Result<PfcEmitPeriod> pfcEmitPeriod(const PfcEmitterOptions& options,
+                                          std::optional<int64_t> reported_link_mbps) {
+  PfcEmitPeriod period;
+  if (options.interval_us.has_value()) {
+    period.period_ns = *options.interval_us * 1000;
+    period.reason = "--interval-us " + std::to_string(*options.interval_us);
+    return period;
+  }
+  std::optional<int64_t> mbps = options.link_mbps;
+  std::string source = "from --link-mbps";
+  if (!mbps.has_value() && reported_link_mbps.has_value() && *reported_link_mbps > 0) {
+    mbps = reported_link_mbps;
+    source = "reported by ethtool";
+  }
+  if (!mbps.has_value() || *mbps <= 0) {
+    return invalid("--continuous: " + options.ifname +
+                   " reports no link speed; give it with --link-mbps M");
+  }
+  // pause = quanta * 512 bits / (mbps * 1e6 bit/s); half of it in ns = quanta * 256000 / mbps.
+  const double pause_us = pauseSeconds(options.quanta, static_cast<double>(*mbps) * 1e6) * 1e6;
+  period.period_ns = int64_t{options.quanta} * 256'000 / *mbps;
+  period.reason = "half of the " + formatMicros(pause_us) + " us pause of " +
+                  std::to_string(options.quanta) + " quanta at " + std::to_string(*mbps) +
+                  " Mbit/s " + source;
+  if (period.period_ns < kMinPfcEmitPeriodNs) {
+    period.period_ns = kMinPfcEmitPeriodNs;
+    period.reason += ", raised to the 1 us minimum";
+  }
+  return period;
+}
+
+}  // namespace fabric_chaos::injectors
