@@ -6,9 +6,10 @@ namespace fabric_chaos::scenarios {
 
 KindTraits kindTraits(std::string_view kind) {
   if (const injectors::KindSpec* spec = injectors::findKindSpec(kind)) {
-    return {spec->resource, spec->composition};
+    return {spec->resource, spec->composition,
+            spec->lifecycle == injectors::Lifecycle::kLongRunning};
   }
-  return {std::string(kind), Composition::kExclusive};
+  return {std::string(kind), Composition::kExclusive, false};
 }
 
 namespace {

@@ -20,6 +20,7 @@ using injectors::Composition;
 struct KindTraits {
   std::string resource;  // what the kind holds on its target: "link_state", "root_qdisc", ...
   Composition composition = Composition::kExclusive;
+  bool long_running = false;  // an emitter holds it: its health is checked while in force
 };
 
 // What the kind declares (injectors/model/kind_spec.h). Unknown kinds hold a resource of their

@@ -199,6 +199,7 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
     }
     Stack stack;
     stack.seq = next_seq_++;
+    stack.health_due_ns = deps_.clock->nowNs() + kHealthPeriodMs * 1000000;
     stack.base = action;
     stack.fault = faultFor(action);
     stack.pattern = patternKey(action);
@@ -325,6 +326,34 @@ void FaultTimeline::retryDue() {
     }
   }
   restore(due, "retry", -1, false);
+}
+
+void FaultTimeline::checkHealth(int64_t quiet_until_ns) {
+  const int64_t now = deps_.clock->nowNs();
+  if (quiet_until_ns - now < kHealthPeriodMs * 1000000 / 10) return;
+  for (auto& [key, stack] : stacks_) {
+    if (stack.members.empty() || stack.unhealthy || now < stack.health_due_ns ||
+        !kindTraits(stack.base.kind).long_running) {
+      continue;
+    }
+    stack.health_due_ns = now + kHealthPeriodMs * 1000000;
+    const Pattern& pattern = patterns_.at(stack.pattern);
+    auto observed = pattern.agent->observeFault(stack.fault);
+    if (!observed.isOk() || observed->value("running", true)) continue;
+    stack.unhealthy = true;
+    json detail = actionJson(stack.base);
+    detail["observed"] = *observed;
+    detail["journal_id"] = pattern.journal_id;
+    std::string error = "the emitter of " + stack.base.kind + " on " +
+                        describeTarget(stack.base.target) + " stopped before its window ended";
+    if (observed->contains("exit_code")) {
+      error += " (status " + observed->at("exit_code").dump() + ")";
+    }
+    if (observed->contains("log")) error += ": " + observed->value("log", "");
+    detail["error"] = error;
+    core::logWarn("run " + std::to_string(deps_.run_id) + ": " + error);
+    event("fault_unhealthy", std::move(detail));
+  }
 }
 
 std::optional<int64_t> FaultTimeline::nextRetryNs() const {

@@ -79,6 +79,12 @@ class FaultTimeline {
               bool urgent);
   // Retries the failed reverts whose back-off has passed.
   void retryDue();
+  // Asks the agent about each long-running fault in force (its emitter) once per
+  // kHealthPeriodMs, and records a fault_unhealthy event, once per fault, when the emitter has
+  // stopped before its window ended. Skipped while an instant is due before `quiet_until_ns`:
+  // an observation must never delay a scheduled change.
+  void checkHealth(int64_t quiet_until_ns);
+  static constexpr int64_t kHealthPeriodMs = 1000;
   // When the next retry is due (steady ns); nullopt when none is pending.
   std::optional<int64_t> nextRetryNs() const;
   // Restores every stack, newest first, then retries the failures with back-off until
@@ -110,6 +116,8 @@ class FaultTimeline {
     int attempts = 0;               // failed revert attempts
     int64_t retry_at_ns = 0;        // 0 = no revert pending
     std::string last_error;
+    int64_t health_due_ns = 0;  // long-running kinds: next observation
+    bool unhealthy = false;     // fault_unhealthy recorded
   };
   // An agent call to make for one action of an instant.
   struct Call {

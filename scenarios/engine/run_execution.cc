@@ -407,6 +407,7 @@ bool RunExecution::waitUntilMs(double deadline_ms) {
     const int64_t next_condition = checkTimedConditions();
     if (stop_requested_) return false;
     timeline_.retryDue();
+    timeline_.checkHealth(std::min(deadline, next_condition));
     const int64_t t = now();
     if (t >= deadline) return true;
     int64_t wake_at = std::min({deadline, next_condition, t + kMaxSleepSliceMs * int64_t{1000000}});

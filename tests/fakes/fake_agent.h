@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -128,9 +129,14 @@ class FakeAgent : public agent::Agent {
     }
     return core::Status::ok();
   }
-  core::Result<nlohmann::json> observeFault(const injectors::Fault&) override {
+  core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) override {
+    std::lock_guard lock(mu_);
+    ++observe_calls_;
+    if (observe_hook) return observe_hook(fault, observe_calls_);
     return nlohmann::json{{"fake", true}};
   }
+  // What observeFault answers, given the fault and the 1-based call count (set before the run).
+  std::function<nlohmann::json(const injectors::Fault&, int)> observe_hook;
 
   core::Result<std::unique_ptr<agent::WorkloadHandle>> startWorkload(
       const std::vector<agent::RankSpec>& ranks, int64_t origin_ns,
@@ -225,6 +231,7 @@ class FakeAgent : public agent::Agent {
   int in_flight_ = 0;
   int max_in_flight_ = 0;
   int apply_calls_ = 0;
+  int observe_calls_ = 0;
   bool kill_rank_ = false;
   std::set<std::string> active_;
   std::vector<std::string> log_;

@@ -72,6 +72,39 @@ TEST_F(FaultStackTest, CrossingFlapsHoldThePortDownForTheirUnionAndRestoreItOnce
   EXPECT_NEAR(windows[1]["end_ms"].get<double>() - windows[1]["start_ms"].get<double>(), 400, 60);
 }
 
+// A long-running fault's emitter is asked about once a second while in force: one that stopped
+// inside its window is recorded once, with its status and log, and the revert still comes.
+TEST_F(FaultStackTest, AnEmitterThatStopsInsideItsWindowIsRecordedOnceAsUnhealthy) {
+  agent_.observe_hook = [](const injectors::Fault&, int call) {
+    if (call == 1) return json{{"running", true}, {"report", {{"frames", 10}}}};
+    return json{{"running", false}, {"exit_code", 1}, {"log", "cannot send on p1: ENETDOWN"}};
+  };
+  Scenario s = flapScenario(1);
+  s.steps[0].kind = "pfc_storm";
+  s.steps[0].duration_ms = 3500;
+  s.steps[0].params = {{"priorities", {3}}};
+  engine_->start();
+  auto id = engine_->submit(s, "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  ASSERT_EQ(waitForState(*id, kFinalStates, 15000), "passed") << store_->getRun(*id)->error;
+
+  auto applied = eventsOfKind(*id, "fault_applied");
+  auto unhealthy = eventsOfKind(*id, "fault_unhealthy");
+  auto reverted = eventsOfKind(*id, "fault_reverted");
+  ASSERT_EQ(applied.size(), 1u);
+  ASSERT_EQ(unhealthy.size(), 1u) << "recorded once, not once a second";
+  ASSERT_EQ(reverted.size(), 1u);
+  EXPECT_EQ(unhealthy[0].detail["kind"], "pfc_storm");
+  EXPECT_EQ(unhealthy[0].detail["observed"]["exit_code"], 1);
+  EXPECT_NE(unhealthy[0].detail["error"].get<std::string>().find(
+                "stopped before its window ended (status 1): cannot send on p1: ENETDOWN"),
+            std::string::npos)
+      << unhealthy[0].detail.dump();
+  // The first look (1 s in) saw it running, the second (2 s in) saw it stopped.
+  EXPECT_NEAR(unhealthy[0].t_ms - applied[0].t_ms, 2000, 300);
+  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"apply p1", "revert p1"}));
+}
+
 TEST_F(FaultStackTest, ANestedFlapEndingFirstLeavesThePortDownUntilTheOuterEnds) {
   engine_->start();
   auto id = engine_->submit(twoFlaps(0, 600, 200, 200), "netns-lab");  // 0-600 around 200-400
