@@ -18,6 +18,7 @@
 #include "injectors/pfc/pfc_emit_timing.h"
 #include "injectors/pfc/pfc_emitter_options.h"
 #include "injectors/pfc/pfc_frame.h"
+#include "injectors/sys/ethtool.h"
 #include "injectors/sys/raw_packets.h"
 
 namespace fabric_chaos::app {

@@ -1,15 +1,11 @@
 #include "injectors/sys/offloads.h"
 
 #include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "injectors/sys/ethtool.h"
 #include "injectors/sys/netlink_status.h"
 #include "injectors/sys/netns.h"
 
@@ -27,33 +23,6 @@ struct FeatureTable {
   }
 };
 
-class Socket {
- public:
-  Socket() : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-core::Status ethtool(int fd, const std::string& netns, const std::string& ifname, void* data,
-                     const char* what) {
-  ifreq request;
-  std::memset(&request, 0, sizeof(request));
-  std::strncpy(request.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  request.ifr_data = static_cast<char*>(data);
-  if (::ioctl(fd, SIOCETHTOOL, &request) >= 0) return core::Status::ok();
-  const int err = errno;
-  if (err == ENODEV)
-    return core::Status(core::StatusCode::kNotFound, noSuchDevice(netns, ifname), err);
-  return core::errnoStatus(err, std::string(what) + " on " + ifname);
-}
-
 // Must run inside the device's namespace.
 core::Result<FeatureTable> readFeatures(int fd, const std::string& netns,
                                         const std::string& ifname) {
@@ -62,7 +31,7 @@ core::Result<FeatureTable> readFeatures(int fd, const std::string& netns,
   auto* info = reinterpret_cast<ethtool_sset_info*>(info_buf.data());
   info->cmd = ETHTOOL_GSSET_INFO;
   info->sset_mask = 1ULL << ETH_SS_FEATURES;
-  FC_RETURN_IF_ERROR(ethtool(fd, netns, ifname, info, "ETHTOOL_GSSET_INFO"));
+  FC_RETURN_IF_ERROR(ethtoolRequest(fd, netns, ifname, info, "ETHTOOL_GSSET_INFO"));
   if ((info->sset_mask & (1ULL << ETH_SS_FEATURES)) == 0) {
     return core::Status(core::StatusCode::kNotSupported,
                         ifname + " does not report its features to ethtool");
@@ -75,7 +44,7 @@ core::Result<FeatureTable> readFeatures(int fd, const std::string& netns,
   strings->cmd = ETHTOOL_GSTRINGS;
   strings->string_set = ETH_SS_FEATURES;
   strings->len = count;
-  FC_RETURN_IF_ERROR(ethtool(fd, netns, ifname, strings, "ETHTOOL_GSTRINGS"));
+  FC_RETURN_IF_ERROR(ethtoolRequest(fd, netns, ifname, strings, "ETHTOOL_GSTRINGS"));
 
   // Their state.
   const uint32_t blocks = (count + 31) / 32;
@@ -84,7 +53,7 @@ core::Result<FeatureTable> readFeatures(int fd, const std::string& netns,
   auto* features = reinterpret_cast<ethtool_gfeatures*>(features_buf.data());
   features->cmd = ETHTOOL_GFEATURES;
   features->size = blocks;
-  FC_RETURN_IF_ERROR(ethtool(fd, netns, ifname, features, "ETHTOOL_GFEATURES"));
+  FC_RETURN_IF_ERROR(ethtoolRequest(fd, netns, ifname, features, "ETHTOOL_GFEATURES"));
 
   FeatureTable table;
   for (uint32_t i = 0; i < count; ++i) {
@@ -102,9 +71,9 @@ class EthtoolOffloads : public Offloads {
     if (!isValidIfname(ifname)) return invalidIfname(ifname);
     std::map<std::string, bool> out;
     core::Status status = runInNetns(netns, [&]() -> core::Status {
-      Socket sock;
-      if (sock.fd() < 0) return core::errnoStatus(errno, "cannot open an ethtool socket");
-      auto table = readFeatures(sock.fd(), netns, ifname);
+      const core::UniqueFd sock = openEthtoolSocket();
+      if (!sock.valid()) return core::errnoStatus(errno, "cannot open an ethtool socket");
+      auto table = readFeatures(sock.get(), netns, ifname);
       if (!table.isOk()) return table.status();
       for (size_t i = 0; i < table->names.size(); ++i) {
         if (table->names[i].empty()) continue;
@@ -121,9 +90,9 @@ class EthtoolOffloads : public Offloads {
     if (!isValidIfname(ifname)) return invalidIfname(ifname);
     OffloadChange change;
     core::Status status = runInNetns(netns, [&]() -> core::Status {
-      Socket sock;
-      if (sock.fd() < 0) return core::errnoStatus(errno, "cannot open an ethtool socket");
-      auto before = readFeatures(sock.fd(), netns, ifname);
+      const core::UniqueFd sock = openEthtoolSocket();
+      if (!sock.valid()) return core::errnoStatus(errno, "cannot open an ethtool socket");
+      auto before = readFeatures(sock.get(), netns, ifname);
       if (!before.isOk()) return before.status();
       const size_t blocks = before->blocks.size();
       std::vector<uint8_t> request_buf(
@@ -151,8 +120,8 @@ class EthtoolOffloads : public Offloads {
       if (wanted.empty()) return core::Status::ok();
       // A positive result (ETHTOOL_F_WISH / _UNSUPPORTED) means some wish was not granted; the
       // read-back below says which.
-      FC_RETURN_IF_ERROR(ethtool(sock.fd(), netns, ifname, request, "ETHTOOL_SFEATURES"));
-      auto after = readFeatures(sock.fd(), netns, ifname);
+      FC_RETURN_IF_ERROR(ethtoolRequest(sock.get(), netns, ifname, request, "ETHTOOL_SFEATURES"));
+      auto after = readFeatures(sock.get(), netns, ifname);
       if (!after.isOk()) return after.status();
       for (size_t i : wanted) {
         const bool was = before->bit(before->blocks, i, &ethtool_get_features_block::active);

@@ -1,6 +1,5 @@
 #include "injectors/sys/raw_packets.h"
 
-#include <linux/ethtool.h>
 #include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -10,33 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <vector>
 
+#include "core/unique_fd.h"
 #include "injectors/sys/netlink_status.h"
 
 namespace fabric_chaos::sys {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 core::Status noSuchInterface(const std::string& ifname, int err) {
   return core::Status(core::StatusCode::kNotFound,
@@ -79,41 +58,6 @@ class PacketSocket : public RawPacketSocket {
   std::array<uint8_t, 6> mac_;
 };
 
-// SIOCETHTOOL on ifname with `data` (an ethtool_* request); false with errno set on failure.
-bool ethtoolIoctl(int fd, const std::string& ifname, void* data) {
-  ifreq request;
-  std::memset(&request, 0, sizeof(request));
-  std::strncpy(request.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  request.ifr_data = static_cast<char*>(data);
-  return ::ioctl(fd, SIOCETHTOOL, &request) >= 0;
-}
-
-std::optional<int64_t> knownSpeed(uint32_t speed) {
-  if (speed == 0 || speed == static_cast<uint32_t>(SPEED_UNKNOWN) || speed > INT32_MAX) {
-    return std::nullopt;
-  }
-  return int64_t{speed};
-}
-
-// ETHTOOL_GLINKSETTINGS: the first call, with no link-mode words, makes the kernel answer how
-// many it wants (negated); the second one reads the settings. False when the driver or kernel
-// does not answer it (then ETHTOOL_GSET may).
-bool speedFromLinkSettings(int fd, const std::string& ifname, std::optional<int64_t>* speed) {
-  // The settings followed by 3 link-mode masks of at most 127 (int8) 32-bit words each.
-  std::vector<uint32_t> buffer(sizeof(ethtool_link_settings) / sizeof(uint32_t) + 3 * 127, 0);
-  auto* settings = reinterpret_cast<ethtool_link_settings*>(buffer.data());
-  settings->cmd = ETHTOOL_GLINKSETTINGS;
-  if (!ethtoolIoctl(fd, ifname, settings)) return false;
-  const int8_t words = settings->link_mode_masks_nwords;
-  if (words >= 0) return false;  // no handshake: an old kernel
-  std::fill(buffer.begin(), buffer.end(), 0);
-  settings->cmd = ETHTOOL_GLINKSETTINGS;
-  settings->link_mode_masks_nwords = static_cast<int8_t>(-words);
-  if (!ethtoolIoctl(fd, ifname, settings)) return false;
-  *speed = knownSpeed(settings->speed);
-  return true;
-}
-
 }  // namespace
 
 core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname) {
@@ -128,7 +72,7 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
     return core::errnoStatus(err, "cannot look up interface " + ifname);
   }
   // Protocol 0: send-only, nothing received is queued on this socket.
-  Fd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+  core::UniqueFd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) {
     const int err = errno;
     if (err == EPERM || err == EACCES) {
@@ -164,19 +108,6 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
   std::memcpy(mac.data(), request.ifr_hwaddr.sa_data, mac.size());
   return std::unique_ptr<RawPacketSocket>(
       new PacketSocket(fd.release(), ifname, static_cast<int>(ifindex), mac));
-}
-
-std::optional<int64_t> linkSpeedMbps(const std::string& ifname) {
-  if (!isValidIfname(ifname)) return std::nullopt;
-  Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return std::nullopt;
-  std::optional<int64_t> speed;
-  if (speedFromLinkSettings(fd.get(), ifname, &speed)) return speed;
-  ethtool_cmd legacy;
-  std::memset(&legacy, 0, sizeof(legacy));
-  legacy.cmd = ETHTOOL_GSET;
-  if (!ethtoolIoctl(fd.get(), ifname, &legacy)) return std::nullopt;
-  return knownSpeed(ethtool_cmd_speed(&legacy));
 }
 
 }  // namespace fabric_chaos::sys

@@ -1,14 +1,13 @@
 #pragma once
 // Raw Ethernet frames through AF_PACKET: the only code that opens packet sockets (the pfc_storm
-// emitter sends hand-built 802.1Qbb frames with it), and the link speed ethtool reports. Both
-// act in the calling thread's network namespace, so a caller that wants another one runs them
+// emitter sends hand-built 802.1Qbb frames with it). It acts in the calling thread's network
+// namespace, so a caller that wants another one runs them
 // under runInNetns (injectors/sys/netns.h) or starts in it. Errors carry the errno.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -32,10 +31,5 @@ class RawPacketSocket {
 // kNotFound names the interface; kPermissionDenied without CAP_NET_RAW; kInvalidArgument for a
 // name the kernel could not hold; kNotSupported for a device that is not Ethernet (lo, tun).
 core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname);
-
-// Link speed from the ethtool ioctl (ETHTOOL_GLINKSETTINGS, falling back to ETHTOOL_GSET) in the
-// calling thread's namespace, Mbit/s; nullopt when the driver does not report one (SPEED_UNKNOWN,
-// 0, no ethtool support) or the interface cannot be asked (absent, invalid name).
-std::optional<int64_t> linkSpeedMbps(const std::string& ifname);
 
 }  // namespace fabric_chaos::sys

@@ -1,8 +1,9 @@
 // PFC frames on a real veth between two throw-away namespaces (fcpfc-<pid>-<n>-a/-b), seen by an
 // independent observer: tshark in the peer namespace, never the code under test. Covers the
-// AF_PACKET adapter (injectors/sys/raw_packets.h) and the `fabric-chaos pfc-emit` process end to
-// end (rate, stats lines, the closing XON, exit codes, parent death). Needs root and tshark;
-// outside CI it skips without them, in CI it fails and says what is missing.
+// AF_PACKET adapter (injectors/sys/raw_packets.h), the link speed (injectors/sys/ethtool.h) and
+// the `fabric-chaos pfc-emit` process end to end (rate, stats lines, the closing XON, exit codes,
+// parent death). Needs root and tshark; outside CI it skips without them, in CI it fails and says
+// what is missing.
 
 #include "injectors/sys/raw_packets.h"
 
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "injectors/pfc/pfc_frame.h"
+#include "injectors/sys/ethtool.h"
 #include "injectors/sys/netns.h"
 #include "tests/privileged/support.h"
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/unique_fd.h"
 #include "workload/sys/byte_order.h"
 #include "workload/sys/endpoint.h"
 
@@ -30,30 +31,6 @@ constexpr int64_t kRetryNs = 50'000'000;  // between connection attempts to the 
 constexpr size_t kHelloBytes = 16;        // "FCR1" rank world epoch (big-endian u32 each)
 constexpr size_t kAckBytes = 8;           // "FCA1" epoch
 constexpr size_t kMaxPending = 16;        // half-open accepted connections awaiting their hello
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 void tuneSocket(int fd, int buffer_bytes) {
   int one = 1;
@@ -104,7 +81,7 @@ Result<std::unique_ptr<TcpRing>> TcpRing::listen(const TcpRingOptions& options) 
   if (!local.isOk()) return local.status().withContext("--listen");
 
   std::unique_ptr<TcpRing> ring(new TcpRing(options));
-  Fd fd(::socket(local->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  core::UniqueFd fd(::socket(local->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return core::errnoStatus(errno, "socket");
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -159,7 +136,7 @@ Result<uint32_t> TcpRing::form(uint32_t epoch, int64_t deadline_ns) {
   // Outgoing: connect, send the hello, wait for the ack; any failure retries after kRetryNs.
   enum class Out { kWait, kConnecting, kHello, kAck, kDone };
   Out out = Out::kWait;
-  Fd out_fd;
+  core::UniqueFd out_fd;
   int64_t next_attempt_ns = 0;
   uint8_t hello[kHelloBytes];
   std::memcpy(hello, "FCR1", 4);
@@ -173,13 +150,13 @@ Result<uint32_t> TcpRing::form(uint32_t epoch, int64_t deadline_ns) {
 
   // Incoming: accepted connections waiting for their hello.
   struct Pending {
-    Fd fd;
+    core::UniqueFd fd;
     int64_t accepted_ns = 0;
     uint8_t hello[kHelloBytes] = {};
     size_t got = 0;
   };
   std::vector<Pending> pending;
-  Fd in_fd;
+  core::UniqueFd in_fd;
   std::string in_error = "nothing accepted yet";
 
   auto fail_out = [&](const std::string& why, int64_t now) {
