@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -22,6 +21,7 @@
 #include "app/local_stack.h"
 #include "core/log.h"
 #include "core/steady_clock.h"
+#include "injectors/sys/proc_stat.h"
 #include "lab/fabric_catalog.h"
 
 namespace fabric_chaos::app {
@@ -336,17 +336,7 @@ class SystemGuardianSys : public GuardianSys {
 
   void closeFd(int fd) override { ::close(fd); }
 
-  bool processAlive(int pid) override {
-    if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
-    // kill() succeeds on a zombie, whose fds (and lock) are already gone.
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos || close + 2 >= line.size()) return true;
-    const char state = line[close + 2];
-    return state != 'Z' && state != 'X';
-  }
+  bool processAlive(int pid) override { return sys::processAlive(pid); }
 
   int selfPid() override { return static_cast<int>(::getpid()); }
 

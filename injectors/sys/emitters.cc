@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "injectors/sys/proc_stat.h"
+
 namespace fabric_chaos::sys {
 namespace {
 
@@ -25,31 +27,6 @@ using core::Status;
 using core::StatusCode;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-struct ProcStat {
-  uint64_t start_time = 0;
-  bool zombie = false;
-};
-
-// Fields 3 (state) and 22 (starttime) of /proc/PID/stat; the command name (field 2) may hold
-// spaces and parentheses, so fields are counted after its last ')'.
-std::optional<ProcStat> readProcStat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  ProcStat stat;
-  for (int n = 3; n <= 22 && fields >> field; ++n) {
-    if (n == 3) stat.zombie = field == "Z" || field == "X";
-    if (n == 22) {
-      stat.start_time = std::strtoull(field.c_str(), nullptr, 10);
-      return stat;
-    }
-  }
-  return std::nullopt;
-}
 
 std::string bootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -280,8 +257,8 @@ class ProcessEmitters : public Emitters {
     const uint64_t start_time = record.is_object() ? record.value("start_time", uint64_t{0}) : 0;
     const bool same_boot = record.is_object() && record.value("boot_id", "") == bootId();
     auto alive = [&] {
-      auto stat = readProcStat(pid);
-      return stat && !stat->zombie && stat->start_time == start_time;
+      auto stat = readProcessStat(pid);
+      return stat && !stat->zombie() && stat->start_time == start_time;
     };
     bool was_running = false;
     if (pid > 0 && same_boot && alive()) {
@@ -349,7 +326,7 @@ class ProcessEmitters : public Emitters {
     if (!child.isOk()) return child.status().withContext("starting emitter " + spec.key);
     emitter->child = std::move(child.value());
     const pid_t pid = emitter->child->pid();
-    const auto stat = readProcStat(pid);
+    const auto stat = readProcessStat(pid);
     const json record = {
         {"key", spec.key},     {"pid", pid},        {"start_time", stat ? stat->start_time : 0},
         {"boot_id", bootId()}, {"argv", spec.argv}, {"netns", spec.netns}};
@@ -405,12 +382,6 @@ class ProcessEmitters : public Emitters {
 };
 
 }  // namespace
-
-std::optional<uint64_t> processStartTime(pid_t pid) {
-  auto stat = readProcStat(pid);
-  if (!stat) return std::nullopt;
-  return stat->start_time;
-}
 
 std::unique_ptr<Emitters> makeProcessEmitters(std::string record_dir,
                                               std::unique_ptr<ProcessLauncher> launcher) {

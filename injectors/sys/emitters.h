@@ -65,8 +65,4 @@ class Emitters {
 std::unique_ptr<Emitters> makeProcessEmitters(std::string record_dir,
                                               std::unique_ptr<ProcessLauncher> launcher);
 
-// The kernel's start time of pid (field 22 of /proc/PID/stat, clock ticks since boot); nullopt
-// when no such process. What tells a recorded emitter from a process that reused its pid.
-std::optional<uint64_t> processStartTime(pid_t pid);
-
 }  // namespace fabric_chaos::sys

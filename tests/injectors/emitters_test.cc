@@ -14,6 +14,8 @@
 #include <fstream>
 #include <thread>
 
+#include "injectors/sys/proc_stat.h"
+
 namespace fabric_chaos::sys {
 namespace {
 
