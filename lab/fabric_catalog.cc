@@ -27,12 +27,30 @@ std::map<std::string, DirectoryFabricCatalog::FileStamp> DirectoryFabricCatalog:
 }
 
 std::optional<uint64_t> DirectoryFabricCatalog::version() {
-  std::map<std::string, FileStamp> stamps = scanStamps();
   std::lock_guard lock(mu_);
-  if (stamps != versioned_stamps_) {
+  if (fabrics_watch_) {
+    switch (fabrics_watch_->poll()) {
+      case sys::DirectoryChanges::kNone:
+        if (stamps_read_) return version_;
+        break;
+      case sys::DirectoryChanges::kSome:
+        break;
+      case sys::DirectoryChanges::kWatchLost:
+        fabrics_watch_.reset();
+        break;
+    }
+  }
+  // The watch starts before the scan, so a change made during the scan is reported next time.
+  if (!fabrics_watch_) {
+    auto watch = sys::watchDirectory(state_dir_ + "/fabrics");
+    if (watch.isOk()) fabrics_watch_ = std::move(watch.value());
+  }
+  std::map<std::string, FileStamp> stamps = scanStamps();
+  if (!stamps_read_ || stamps != versioned_stamps_) {
     versioned_stamps_ = std::move(stamps);
     ++version_;
   }
+  stamps_read_ = true;
   return version_;
 }
 

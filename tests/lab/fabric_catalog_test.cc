@@ -96,5 +96,40 @@ TEST_F(FabricCatalogTest, VersionMovesExactlyWhenAFabricFileAppearsChangesOrGoes
   EXPECT_TRUE(catalog.list().empty());
 }
 
+TEST_F(FabricCatalogTest, VersionSeesInPlaceWritesAndADirectoryThatComesGoesAndComesBack) {
+  fs::remove_all(dir_ / "fabrics");
+  DirectoryFabricCatalog catalog(dir_.string());
+  const auto none = catalog.version();
+  EXPECT_EQ(catalog.version(), none) << "no directory yet, and nothing changed";
+
+  fs::create_directories(dir_ / "fabrics");
+  write("a.json", scenarios::toJson(fabricNamed("a", "h0")).dump());
+  const auto created = catalog.version();
+  EXPECT_NE(created, none) << "the directory and a file appeared after the first ask";
+  EXPECT_EQ(catalog.version(), created);
+
+  {
+    // In place: same inode, and the directory's own mtime does not move.
+    const auto before = fs::last_write_time(dir_ / "fabrics");
+    std::fstream in_place(dir_ / "fabrics" / "a.json", std::ios::in | std::ios::out);
+    in_place << scenarios::toJson(fabricNamed("a", "h1")).dump();
+    in_place.close();
+    ASSERT_EQ(fs::last_write_time(dir_ / "fabrics"), before);
+  }
+  const auto rewritten = catalog.version();
+  EXPECT_NE(rewritten, created) << "a file written in place";
+  EXPECT_EQ(catalog.list().at(0).hosts.at(0).name, "h1");
+
+  fs::remove_all(dir_ / "fabrics");
+  const auto gone = catalog.version();
+  EXPECT_NE(gone, rewritten) << "the directory went";
+  fs::create_directories(dir_ / "fabrics");
+  write("b.json", scenarios::toJson(fabricNamed("b", "h2")).dump());
+  const auto back = catalog.version();
+  EXPECT_NE(back, gone) << "a new directory of the same name is watched again";
+  write("c.json", scenarios::toJson(fabricNamed("c", "h3")).dump());
+  EXPECT_NE(catalog.version(), back) << "and changes inside it are seen";
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab
