@@ -48,9 +48,11 @@ Options:
                        sch_netem, else nftables); a fault's params.backend overrides it
 )";
 
-const std::vector<std::string> kAgentFlags{"listen",  "token",       "token-file", "allow",
-                                           "mgmt-if", "state-dir",   "log-dir",    "agent-id",
-                                           "help",    "loss-backend"};
+core::FlagRules agentFlagRules() {
+  return {{"listen", "token", "token-file", "allow", "mgmt-if", "state-dir", "log-dir", "agent-id",
+           "loss-backend"},
+          {"help"}};
+}
 
 std::string readFile(const std::string& path, bool* ok) {
   std::ifstream in(path);
@@ -76,16 +78,12 @@ int usageError(const std::string& problem) {
 }  // namespace
 
 int agentMain(int argc, char** argv) {
-  Flags flags = parseFlags(argc, argv, {"help"});
+  const Flags flags = parseFlags(argc, argv, agentFlagRules());
+  if (!flags.error.empty()) return usageError(flags.error);
   if (flags.has("help")) {
     std::cout << kAgentUsage;
     return 0;
   }
-  if (!flags.error.empty()) return usageError(flags.error);
-  if (!flags.unknown(kAgentFlags).empty()) {
-    return usageError("unknown option --" + flags.unknown(kAgentFlags));
-  }
-  if (!flags.positional.empty()) return usageError("unexpected argument " + flags.positional[0]);
 
   auto registry_options = registryOptionsFromFlag(flags.get("loss-backend"));
   if (!registry_options.isOk()) return usageError(registry_options.status().message());

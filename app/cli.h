@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/command_line.h"
+
 namespace fabric_chaos::app {
 
 int serveMain(int argc, char** argv);
@@ -16,21 +18,21 @@ int agentMain(int argc, char** argv);
 // The pfc_storm emitter (app/pfc_emit_cmd.cc); argv[0] is "pfc-emit".
 int pfcEmitMain(int argc, char** argv);
 
-// --name value / --name=value flags after the subcommand; positional words kept in order.
-// Unknown flags are reported by the caller with the list it accepts.
+// The flags after the subcommand, by name (a repeated flag keeps its last value), and the
+// positional words in order when the rules allow them.
 struct Flags {
   std::map<std::string, std::string> values;
   std::vector<std::string> positional;
-  std::string error;  // set when a flag lacks its value
+  // The first usage problem (core/command_line.h's wording); when set, values and positional
+  // are empty, so a command prints it before looking at --help.
+  std::string error;
 
   std::optional<std::string> get(const std::string& name) const;
   std::string getOr(const std::string& name, const std::string& fallback) const;
   bool has(const std::string& name) const { return values.count(name) > 0; }
-  // The first flag not in `allowed`, or "".
-  std::string unknown(const std::vector<std::string>& allowed) const;
 };
 
-// Flags listed in `boolean` take no value.
-Flags parseFlags(int argc, char** argv, const std::vector<std::string>& boolean = {});
+// argv[0..argc) tokenized with core::parseCommandLine.
+Flags parseFlags(int argc, char** argv, const core::FlagRules& rules);
 
 }  // namespace fabric_chaos::app

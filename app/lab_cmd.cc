@@ -1,8 +1,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "app/cli.h"
+#include "core/command_line.h"
 #include "injectors/sys/command.h"
 #include "lab/netns_lab.h"
 #include "lab/vm_lab.h"
@@ -40,22 +42,28 @@ VM lab only:
   --base-port P      VM i's agent is forwarded to 127.0.0.1:(P+i) (default 7100)
 )";
 
-const std::vector<std::string> kFlags = {"kind",         "hosts",         "state-dir", "cache-dir",
-                                         "mem",          "agent-command", "no-agent",  "guest-init",
-                                         "boot-timeout", "help"};
+core::FlagRules labFlagRules() {
+  core::FlagRules rules{{"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command",
+                         "guest-init", "boot-timeout", "base-port"},
+                        {"help", "no-agent"}};
+  rules.positional = true;  // the action
+  return rules;
+}
 
 void print(const std::string& line) { std::cout << line << std::endl; }
 
+// Any int is taken here: the labs check their own ranges and say them (--hosts 2..64 or 2..32).
 bool parseInt(const Flags& flags, const std::string& name, int& out) {
-  if (!flags.has(name)) return true;
-  try {
-    size_t used = 0;
-    out = std::stoi(flags.getOr(name, ""), &used);
-    if (used == flags.getOr(name, "").size()) return true;
-  } catch (const std::exception&) {
+  auto text = flags.get(name);
+  if (!text) return true;
+  auto value = core::parseFlagInteger("--" + name, *text, std::numeric_limits<int>::min(),
+                                      std::numeric_limits<int>::max());
+  if (!value.isOk()) {
+    std::fprintf(stderr, "fabric-chaos lab: %s\n", value.status().message().c_str());
+    return false;
   }
-  std::fprintf(stderr, "fabric-chaos lab: --%s must be a number\n", name.c_str());
-  return false;
+  out = static_cast<int>(*value);
+  return true;
 }
 
 std::string absolute(const std::string& path) {
@@ -194,16 +202,18 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
 }  // namespace
 
 int labMain(int argc, char** argv) {
-  Flags flags = parseFlags(argc, argv, {"help", "no-agent"});
+  const Flags flags = parseFlags(argc, argv, labFlagRules());
+  if (!flags.error.empty()) {
+    std::fprintf(stderr, "fabric-chaos lab: %s\n\n%s", flags.error.c_str(), kLabUsage);
+    return 2;
+  }
   if (flags.has("help") || flags.positional.empty()) {
     std::fputs(kLabUsage, flags.has("help") ? stdout : stderr);
     return flags.has("help") ? 0 : 2;
   }
-  if (!flags.error.empty() || !flags.unknown(kFlags).empty()) {
-    std::fprintf(stderr, "fabric-chaos lab: %s\n\n%s",
-                 flags.error.empty() ? ("unknown option --" + flags.unknown(kFlags)).c_str()
-                                     : flags.error.c_str(),
-                 kLabUsage);
+  if (flags.positional.size() > 1) {
+    std::fprintf(stderr, "fabric-chaos lab: unexpected argument \"%s\"\n\n%s",
+                 flags.positional[1].c_str(), kLabUsage);
     return 2;
   }
   const std::string& action = flags.positional[0];

@@ -70,14 +70,11 @@ Options:
                        deadlocked), the guardian kills serve and reverts its faults
 )";
 
-const std::vector<std::string> kServeFlags{"listen",           "db",
-                                           "state-dir",        "web-root",
-                                           "with-lab",         "demo",
-                                           "exit-after-demo",  "help",
-                                           "allow-interface",  "allow-management-interface",
-                                           "admin-token-file", "no-auth",
-                                           "tls-cert",         "tls-key",
-                                           "loss-backend",     "local-lease-ms"};
+core::FlagRules serveFlagRules() {
+  return {{"listen", "db", "state-dir", "web-root", "with-lab", "demo", "admin-token-file",
+           "allow-interface", "tls-cert", "tls-key", "loss-backend", "local-lease-ms"},
+          {"help", "exit-after-demo", "allow-management-interface", "no-auth"}};
+}
 
 // Waits up to timeout_ms for SIGINT/SIGTERM (blocked in every thread); true when one arrived.
 bool waitForSignal(int timeout_ms) {
@@ -198,19 +195,14 @@ core::Status provideAdminToken(store::Store& store, const std::string& token_fil
 }  // namespace
 
 int serveMain(int argc, char** argv) {
-  Flags flags =
-      parseFlags(argc, argv, {"help", "exit-after-demo", "allow-management-interface", "no-auth"});
+  const Flags flags = parseFlags(argc, argv, serveFlagRules());
+  if (!flags.error.empty()) {
+    std::cerr << "fabric-chaos serve: " << flags.error << "\n\n" << kServeUsage;
+    return 2;
+  }
   if (flags.has("help")) {
     std::cout << kServeUsage;
     return 0;
-  }
-  if (!flags.error.empty() || !flags.unknown(kServeFlags).empty() || !flags.positional.empty()) {
-    std::string problem = !flags.error.empty() ? flags.error
-                          : !flags.unknown(kServeFlags).empty()
-                              ? "unknown option --" + flags.unknown(kServeFlags)
-                              : "unexpected argument " + flags.positional[0];
-    std::cerr << "fabric-chaos serve: " << problem << "\n\n" << kServeUsage;
-    return 2;
   }
   const std::string listen = flags.getOr("listen", "127.0.0.1:8080");
   auto registry_options = registryOptionsFromFlag(flags.get("loss-backend"));

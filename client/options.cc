@@ -3,8 +3,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
+
+#include "core/command_line.h"
 
 namespace fabric_chaos::client {
 
@@ -64,10 +65,15 @@ bool parseNumber(const std::string& text, double& out) {
   }
 }
 
-const std::set<std::string> kValueFlags = {"server",  "token",   "token-file", "scenario", "file",
-                                           "suite",   "fabric",  "gate",       "junit",    "json",
-                                           "timeout", "poll-ms", "ca-file"};
-const std::set<std::string> kBoolFlags = {"wait", "help", "insecure"};
+core::FlagRules runFlagRules() {
+  core::FlagRules rules{{"server", "token", "token-file", "scenario", "file", "suite", "fabric",
+                         "gate", "junit", "json", "timeout", "poll-ms", "ca-file"},
+                        {"wait", "help", "insecure"}};
+  // Bare words are sorted out after tokenizing, so that "-h" means --help where a flag could
+  // stand but stays a value after a valued flag; any other word is refused there.
+  rules.positional = true;
+  return rules;
+}
 
 }  // namespace
 
@@ -93,43 +99,21 @@ Status parseGate(const std::string& text, json& gates) {
 core::Result<RunOptions> parseRunOptions(const std::vector<std::string>& args,
                                          const OptionSources& sources) {
   RunOptions out;
-  std::vector<std::pair<std::string, std::string>> given;  // in order; --gate may repeat
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h") {
-      out.help = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
-      return usage("unexpected argument \"" + arg + "\"");
-    }
-    std::string name = arg.substr(2);
-    std::optional<std::string> value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (kBoolFlags.count(name) > 0) {
-      if (value) return usage("--" + name + " takes no value");
-      given.emplace_back(name, "true");
-      continue;
-    }
-    if (kValueFlags.count(name) == 0) return usage("unknown option --" + name);
-    if (!value) {
-      if (i + 1 >= args.size()) return usage("--" + name + " needs a value");
-      value = args[++i];
-    }
-    given.emplace_back(name, *value);
+  auto line = core::parseCommandLine(args, runFlagRules());
+  if (!line.isOk()) return line.status();
+  for (const std::string& word : line->positional) {
+    if (word != "-h") return usage("unexpected argument \"" + word + "\"");
+    out.help = true;
   }
 
   std::map<std::string, std::string> single;
-  for (const auto& [name, value] : given) {
-    if (name == "gate") {
-      FC_RETURN_IF_ERROR(parseGate(value, out.gates));
+  for (const core::ParsedFlag& given : line->flags) {
+    if (given.name == "gate") {  // repeatable, applied in order
+      FC_RETURN_IF_ERROR(parseGate(given.value, out.gates));
       continue;
     }
-    if (single.count(name) > 0) return usage("--" + name + " given twice");
-    single[name] = value;
+    if (single.count(given.name) > 0) return usage("--" + given.name + " given twice");
+    single[given.name] = given.value;
   }
   if (single.count("help") > 0) out.help = true;
   if (out.help) return out;

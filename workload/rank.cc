@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/command_line.h"
 #include "workload/report.h"
 #include "workload/ring.h"
 #include "workload/sys/tcp_ring.h"
@@ -31,21 +31,6 @@ constexpr int kMaxWorld = 65536;
 constexpr size_t kMaxSamplesPerLine = 1000;
 
 Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
-
-Result<int64_t> parseInt(const std::string& flag, const std::string& text, int64_t min,
-                         int64_t max) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    return invalid(flag + " expects an integer, got \"" + text + "\"");
-  }
-  if (value < min || value > max) {
-    return invalid(flag + " must be between " + std::to_string(min) + " and " +
-                   std::to_string(max) + ", got " + text);
-  }
-  return value;
-}
 
 // "262144", "256K", "1M", "1G" (binary multiples).
 Result<int64_t> parseBytes(const std::string& flag, const std::string& text) {
@@ -70,7 +55,7 @@ Result<int64_t> parseBytes(const std::string& flag, const std::string& text) {
     }
     if (scale != 1) digits.pop_back();
   }
-  auto number = parseInt(flag, digits, 0, kMaxBytes / scale);
+  auto number = core::parseFlagInteger(flag, digits, 0, kMaxBytes / scale);
   if (!number.isOk()) {
     return invalid(flag + " expects a size such as 262144, 256K or 1M (at most 1G), got \"" + text +
                    "\"");
@@ -104,7 +89,7 @@ Status parseHostPort(const std::string& flag, const std::string& text, std::stri
   if (!isNumericAddress(host)) {
     return invalid(flag + " expects a numeric IPv4 or IPv6 address, got \"" + host + "\"");
   }
-  auto number = parseInt(flag + " port", port_text, 1, 65535);
+  auto number = core::parseFlagInteger(flag + " port", port_text, 1, 65535);
   if (!number.isOk()) return number.status();
   *addr = host;
   *port = static_cast<int>(*number);
@@ -335,30 +320,18 @@ Result<RankOptions> parseRankArgs(int argc, char** argv) {
   bool have_world = false;
   bool have_listen = false;
   bool have_next = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i] == nullptr ? "" : argv[i];
-    if (flag.rfind("--", 0) != 0) return invalid("unexpected argument \"" + flag + "\"");
-    std::string value;
-    bool inline_value = false;
-    if (auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      inline_value = true;
-    }
-    static constexpr const char* kFlags[] = {
-        "--rank",       "--world",      "--listen",          "--next",
-        "--bytes",      "--compute-ms", "--peer-timeout-ms", "--reconnect-budget-ms",
-        "--duration-s", "--flush-ms",   "--transport"};
-    if (std::find_if(std::begin(kFlags), std::end(kFlags),
-                     [&](const char* known) { return flag == known; }) == std::end(kFlags)) {
-      return invalid("unknown flag " + flag);
-    }
-    if (!inline_value) {
-      if (i + 1 >= argc || argv[i + 1] == nullptr) return invalid(flag + " needs a value");
-      value = argv[++i];
-    }
-
-    auto number = [&](int64_t min, int64_t max) { return parseInt(flag, value, min, max); };
+  const core::FlagRules rules{
+      {"rank", "world", "listen", "next", "bytes", "compute-ms", "peer-timeout-ms",
+       "reconnect-budget-ms", "duration-s", "flush-ms", "transport"},
+      {}};
+  auto line = core::parseCommandLine(core::commandLineArgs(argc, argv, 1), rules);
+  if (!line.isOk()) return line.status();
+  for (const core::ParsedFlag& parsed : line->flags) {
+    const std::string flag = "--" + parsed.name;
+    const std::string& value = parsed.value;
+    auto number = [&](int64_t min, int64_t max) {
+      return core::parseFlagInteger(flag, value, min, max);
+    };
     if (flag == "--rank" || flag == "--world") {
       auto n = number(flag == "--rank" ? 0 : 1, flag == "--rank" ? kMaxWorld - 1 : kMaxWorld);
       if (!n.isOk()) return n.status();

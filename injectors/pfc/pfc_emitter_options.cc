@@ -1,9 +1,8 @@
 #include "injectors/pfc/pfc_emitter_options.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <iterator>
 
+#include "core/command_line.h"
 #include "injectors/pfc/pfc_frame.h"
 
 namespace fabric_chaos::injectors {
@@ -13,25 +12,6 @@ constexpr int64_t kDayMs = 86'400'000;
 
 core::Status invalid(const std::string& message) {
   return core::Status(core::StatusCode::kInvalidArgument, message);
-}
-
-// A decimal integer in [min, max], all of `text`.
-core::Result<int64_t> parseInt(const std::string& flag, const std::string& text, int64_t min,
-                               int64_t max) {
-  const std::string range = " (" + std::to_string(min) + "-" + std::to_string(max) + ")";
-  if (text.empty() || text.size() > 18 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return invalid(flag + " wants a whole number" + range + ", not \"" + text + "\"");
-  }
-  const int64_t value = std::stoll(text);
-  if (value < min || value > max) {
-    return invalid(flag + " " + text + " is out of range" + range);
-  }
-  return value;
-}
-
-bool isBoolean(const std::string& flag) {
-  return flag == "--continuous" || flag == "--xon-on-stop";
 }
 
 std::string formatMicros(double us) {
@@ -47,33 +27,17 @@ core::Result<PfcEmitterOptions> parsePfcEmitterArgs(int argc, char** argv) {
   bool have_priorities = false;
   bool have_on = false;
   bool have_off = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i] == nullptr ? "" : argv[i];
-    if (flag.rfind("--", 0) != 0) return invalid("unexpected argument \"" + flag + "\"");
-    std::string value;
-    bool inline_value = false;
-    if (auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      inline_value = true;
-    }
-    static constexpr const char* kFlags[] = {
-        "--ifname",    "--priorities", "--quanta", "--interval-us", "--continuous",
-        "--link-mbps", "--on-ms",      "--off-ms", "--xon-on-stop", "--stats-ms"};
-    if (std::find_if(std::begin(kFlags), std::end(kFlags),
-                     [&](const char* known) { return flag == known; }) == std::end(kFlags)) {
-      return invalid("unknown flag " + flag);
-    }
-    if (isBoolean(flag)) {
-      if (inline_value) return invalid(flag + " takes no value");
+  const core::FlagRules rules{
+      {"ifname", "priorities", "quanta", "interval-us", "link-mbps", "on-ms", "off-ms", "stats-ms"},
+      {"continuous", "xon-on-stop"}};
+  auto line = core::parseCommandLine(core::commandLineArgs(argc, argv, 1), rules);
+  if (!line.isOk()) return line.status();
+  for (const core::ParsedFlag& parsed : line->flags) {
+    const std::string flag = "--" + parsed.name;
+    const std::string& value = parsed.value;
+    if (flag == "--continuous" || flag == "--xon-on-stop") {
       (flag == "--continuous" ? o.continuous : o.xon_on_stop) = true;
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= argc || argv[i + 1] == nullptr) return invalid(flag + " needs a value");
-      value = argv[++i];
-    }
-    if (flag == "--ifname") {
+    } else if (flag == "--ifname") {
       if (value.empty() || value.size() > 15) {
         return invalid("--ifname \"" + value + "\" is not an interface name (1-15 characters)");
       }
@@ -84,29 +48,29 @@ core::Result<PfcEmitterOptions> parsePfcEmitterArgs(int argc, char** argv) {
       o.class_enable = *mask;
       have_priorities = true;
     } else if (flag == "--quanta") {
-      auto n = parseInt(flag, value, 0, 65535);
+      auto n = core::parseFlagInteger(flag, value, 0, 65535);
       if (!n.isOk()) return n.status();
       o.quanta = static_cast<uint16_t>(*n);
     } else if (flag == "--interval-us") {
-      auto n = parseInt(flag, value, 1, 60'000'000);
+      auto n = core::parseFlagInteger(flag, value, 1, 60'000'000);
       if (!n.isOk()) return n.status();
       o.interval_us = *n;
     } else if (flag == "--link-mbps") {
-      auto n = parseInt(flag, value, 1, 10'000'000);
+      auto n = core::parseFlagInteger(flag, value, 1, 10'000'000);
       if (!n.isOk()) return n.status();
       o.link_mbps = *n;
     } else if (flag == "--on-ms") {
-      auto n = parseInt(flag, value, 1, kDayMs);
+      auto n = core::parseFlagInteger(flag, value, 1, kDayMs);
       if (!n.isOk()) return n.status();
       o.on_ms = *n;
       have_on = true;
     } else if (flag == "--off-ms") {
-      auto n = parseInt(flag, value, 0, kDayMs);
+      auto n = core::parseFlagInteger(flag, value, 0, kDayMs);
       if (!n.isOk()) return n.status();
       o.off_ms = *n;
       have_off = true;
     } else {  // --stats-ms
-      auto n = parseInt(flag, value, 10, kDayMs);
+      auto n = core::parseFlagInteger(flag, value, 10, kDayMs);
       if (!n.isOk()) return n.status();
       o.stats_ms = *n;
     }

@@ -138,6 +138,15 @@ TEST(RunOptions, HelpWinsOverMissingTarget) {
   Env env;
   EXPECT_TRUE(parse(env, {"--help"})->help);
   EXPECT_TRUE(parse(env, {"-h"})->help);
+  EXPECT_TRUE(parse(env, {"--scenario", "a", "-h"})->help);
+}
+
+TEST(RunOptions, DashHAfterAValuedFlagIsItsValue) {
+  Env env;
+  auto o = parse(env, {"--scenario", "-h"});
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_FALSE(o->help);
+  EXPECT_EQ(o->name, "-h");
 }
 
 struct UsageCase {
@@ -154,6 +163,7 @@ TEST(RunOptions, UsageErrorsNameTheFlag) {
       {{"--scenario", ""}, "--scenario: empty name"},
       {{"--scenario", "a", "--bogus", "1"}, "unknown option --bogus"},
       {{"--scenario", "a", "stray"}, "unexpected argument \"stray\""},
+      {{"--scenario", "a", "--"}, "unexpected argument \"--\""},
       {{"--scenario", "a", "--gate", "min_score"}, "expected KEY=VALUE"},
       {{"--scenario", "a", "--gate", "=5"}, "expected KEY=VALUE"},
       {{"--scenario", "a", "--gate", "min_score=high"}, "--gate min_score: value \"high\""},

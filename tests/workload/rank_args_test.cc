@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{{"--rank", "0"}, kInvalid, "--world is required"},
         Bad{{"--rank", "0", "--world", "2", "--next", "127.0.0.1:1"}, kInvalid, "--listen"},
         Bad{{"--rank", "0", "--world", "2", "--listen", "127.0.0.1:1"}, kInvalid, "--next"},
-        Bad{with({"--frobnicate", "1"}), kInvalid, "unknown flag --frobnicate"},
+        Bad{with({"--frobnicate", "1"}), kInvalid, "unknown option --frobnicate"},
         Bad{with({"stray"}), kInvalid, "unexpected argument \"stray\""},
         Bad{with({"--bytes"}), kInvalid, "--bytes needs a value"},
         Bad{with({"--bytes", "lots"}), kInvalid, "--bytes"},
