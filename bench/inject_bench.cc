@@ -226,7 +226,7 @@ scenarios::Fabric describeFabric() {
     host.labels = {{"rack", "r" + std::to_string(i / 2)}, {"leaf", "sw0"}, {"bench", "flap16"}};
     const std::string port = "p" + std::to_string(i);
     sw.ports.push_back(port);
-    fabric.links.push_back({host.name + "-sw0", host.name, host.nics[0].name, "sw0", port});
+    fabric.links.push_back({host.name + "-sw0", host.name, host.nics[0].name, "sw0", port, {}});
     fabric.hosts.push_back(std::move(host));
   }
   fabric.switches.push_back(std::move(sw));

@@ -31,7 +31,8 @@ void expectNamedError(const Status& status, const char* step) {
 }
 
 void resolve(const scenarios::TargetSelector& selector, const scenarios::Fabric& fabric) {
-  for (const char* side : {"switch", "host", "nowhere"}) {
+  for (const scenarios::LinkSide side :
+       {scenarios::LinkSide::kSwitch, scenarios::LinkSide::kHost, scenarios::LinkSide::kPeer}) {
     scenarios::TargetSelector s = selector;
     s.side = side;
     auto targets = scenarios::resolveTargets(s, fabric);
@@ -90,6 +91,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (const auto& l : fabric.links) selectors.push_back(link(l.id));
+  for (const auto& l : fabric.switch_links) {
+    selectors.push_back(link(l.id));
+    for (const auto& [key, value] : l.labels) {
+      scenarios::TargetSelector s;
+      s.labels = {{key, value}};
+      selectors.push_back(s);
+    }
+  }
   for (const auto& sw : fabric.switches) {
     for (const auto& [key, value] : sw.labels) {
       scenarios::TargetSelector s;

@@ -42,7 +42,7 @@ scenarios::Fabric describeLab(const LabOptions& options) {
     fabric.hosts.push_back(host);
     const std::string port = "p" + std::to_string(i);
     sw.ports.push_back(port);
-    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port});
+    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port, {}});
   }
   fabric.switches.push_back(sw);
   return fabric;

@@ -193,7 +193,7 @@ scenarios::Fabric describeVmLab(const VmLabOptions& options) {
     fabric.hosts.push_back(host);
     const std::string port = tapName(options, i);
     sw.ports.push_back(port);
-    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port});
+    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port, {}});
   }
   fabric.switches.push_back(sw);
   return fabric;

@@ -15,7 +15,7 @@ KindTraits kindTraits(std::string_view kind) {
 namespace {
 
 std::string scopeOf(const ResolvedTarget& target) {
-  return target.side == "host" ? "host:" + target.host + "/" : "local/";
+  return target.side == LinkSide::kHost ? "host:" + target.host + "/" : "local/";
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ std::string targetKey(const ResolvedTarget& target) {
 
 std::string describeTarget(const ResolvedTarget& target) {
   std::string where = injectors::describe(target.target);
-  if (target.side == "host") where = "host " + target.host + " " + where;
+  if (target.side == LinkSide::kHost) where = "host " + target.host + " " + where;
   return where;
 }
 

@@ -147,10 +147,10 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
     }
   }
   if (const json* side = find(obj, "side")) {
-    if (!side->is_string() || (*side != "switch" && *side != "host")) {
-      return invalid(child(path, "side"), "must be \"switch\" or \"host\"");
-    }
-    out.side = side->get<std::string>();
+    const std::optional<LinkSide> parsed =
+        side->is_string() ? parseLinkSide(side->get<std::string>()) : std::nullopt;
+    if (!parsed) return invalid(child(path, "side"), "must be \"switch\", \"host\" or \"peer\"");
+    out.side = *parsed;
   }
   return Status::ok();
 }
@@ -271,7 +271,7 @@ json targetToJson(const TargetSelector& target) {
   if (!target.host.empty()) out["host"] = target.host;
   if (!target.link.empty()) out["link"] = target.link;
   if (!target.labels.empty()) out["labels"] = target.labels;
-  out["side"] = target.side;
+  out["side"] = std::string(linkSideName(target.side));
   return out;
 }
 
@@ -279,6 +279,25 @@ json targetToJson(const TargetSelector& target) {
 int64_t clampTime(int64_t v) { return std::clamp<int64_t>(v, 0, kMaxTimeMs); }
 
 }  // namespace
+
+std::string_view linkSideName(LinkSide side) {
+  switch (side) {
+    case LinkSide::kSwitch:
+      return "switch";
+    case LinkSide::kHost:
+      return "host";
+    case LinkSide::kPeer:
+      return "peer";
+  }
+  return "switch";
+}
+
+std::optional<LinkSide> parseLinkSide(std::string_view name) {
+  for (LinkSide side : {LinkSide::kSwitch, LinkSide::kHost, LinkSide::kPeer}) {
+    if (linkSideName(side) == name) return side;
+  }
+  return std::nullopt;
+}
 
 std::string TargetSelector::describe() const {
   if (!host.empty()) return "host " + host;

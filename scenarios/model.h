@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -20,13 +21,23 @@ using nlohmann::json;
 // overflow.
 inline constexpr int64_t kMaxTimeMs = 86'400'000;
 
-// Exactly one of host / link / labels is set. `side` says which end of a link a link-level fault
-// acts on: "switch" (the switch port, as a cable or switch-port failure would) or "host" (the NIC).
+// Which end of a link a link-level fault acts on. In JSON: "switch", "host", "peer".
+enum class LinkSide {
+  // The switch port of a host link, as a cable or switch-port failure would; on a link between
+  // two switches, its first end (the leaf's uplink port).
+  kSwitch,
+  kHost,  // the host's NIC; host links only
+  kPeer,  // the second end of a link between two switches (the spine's port); those links only
+};
+std::string_view linkSideName(LinkSide side);
+std::optional<LinkSide> parseLinkSide(std::string_view name);
+
+// Exactly one of host / link / labels is set; `side` picks the end of each link it selects.
 struct TargetSelector {
   std::string host;
   std::string link;
   std::map<std::string, std::string> labels;
-  std::string side = "switch";
+  LinkSide side = LinkSide::kSwitch;
   std::string describe() const;  // "host h1", "link h1-sw0", "labels {rack=r1}"
 };
 

@@ -90,13 +90,68 @@ Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
 }
 
 Status parseLink(const json& obj, const std::string& path, Link& link) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"id", "host", "nic", "switch", "port"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"id", "host", "nic", "switch", "port", "labels"}));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "id", link.id));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "host", link.host));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "nic", link.nic));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "switch", link.switch_name));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "port", link.port));
+  return parseLabels(obj, path, link.labels);
+}
+
+Status parseSwitchLink(const json& obj, const std::string& path, SwitchLink& link) {
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"id", "switch", "port", "peer_switch", "peer_port", "labels"}));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "id", link.id));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "switch", link.switch_name));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "port", link.port));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "peer_switch", link.peer_switch));
+  FC_RETURN_IF_ERROR(readRequiredString(obj, path, "peer_port", link.peer_port));
+  return parseLabels(obj, path, link.labels);
+}
+
+// Who already cables a switch port, or "".
+std::string cablingOf(const Fabric& fabric, const std::string& switch_name,
+                      const std::string& port) {
+  for (const Link& link : fabric.links) {
+    if (link.switch_name == switch_name && link.port == port) return link.id;
+  }
+  for (const SwitchLink& link : fabric.switch_links) {
+    if ((link.switch_name == switch_name && link.port == port) ||
+        (link.peer_switch == switch_name && link.peer_port == port)) {
+      return link.id;
+    }
+  }
+  return "";
+}
+
+Status checkSwitchPort(const Fabric& fabric, const std::string& switch_name,
+                       const std::string& port, const std::string& switch_path,
+                       const std::string& port_path) {
+  const Switch* sw = fabric.findSwitch(switch_name);
+  if (sw == nullptr) return invalid(switch_path, "unknown switch " + switch_name);
+  if (std::find(sw->ports.begin(), sw->ports.end(), port) == sw->ports.end()) {
+    return invalid(port_path, "switch " + sw->name + " has no port " + port);
+  }
+  if (const std::string other = cablingOf(fabric, switch_name, port); !other.empty()) {
+    return invalid(port_path, "port " + port + " of switch " + switch_name +
+                                  " is already cabled by link " + other);
+  }
   return Status::ok();
+}
+
+// `fabric` holds every host link and the switch links before this one.
+Status checkSwitchLink(const Fabric& fabric, const SwitchLink& link, const std::string& path) {
+  if (fabric.findLink(link.id) != nullptr || fabric.findSwitchLink(link.id) != nullptr) {
+    return invalid(child(path, "id"), "duplicate link " + link.id);
+  }
+  if (link.switch_name == link.peer_switch) {
+    return invalid(child(path, "peer_switch"), "a link joins two different switches");
+  }
+  FC_RETURN_IF_ERROR(checkSwitchPort(fabric, link.switch_name, link.port, child(path, "switch"),
+                                     child(path, "port")));
+  return checkSwitchPort(fabric, link.peer_switch, link.peer_port, child(path, "peer_switch"),
+                         child(path, "peer_port"));
 }
 
 // References and uniqueness across the whole fabric; `fabric` holds everything before `links`.
@@ -127,7 +182,8 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
-  FC_RETURN_IF_ERROR(checkRoot(doc, "fabric", {"name", "kind", "hosts", "switches", "links"}));
+  FC_RETURN_IF_ERROR(
+      checkRoot(doc, "fabric", {"name", "kind", "hosts", "switches", "links", "switch_links"}));
   FC_RETURN_IF_ERROR(readRequiredString(doc, "", "name", fabric.name));
   FC_RETURN_IF_ERROR(readString(doc, "", "kind", fabric.kind));
   if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
@@ -149,11 +205,18 @@ Status parseFabric(const json& doc, Fabric& fabric) {
     fabric.switches.push_back(std::move(sw));
     return Status::ok();
   }));
-  return forEachObject(doc, "", "links", [&](const json& obj, const std::string& p) {
+  FC_RETURN_IF_ERROR(forEachObject(doc, "", "links", [&](const json& obj, const std::string& p) {
     Link link;
     FC_RETURN_IF_ERROR(parseLink(obj, p, link));
     FC_RETURN_IF_ERROR(checkLink(fabric, link, p));
     fabric.links.push_back(std::move(link));
+    return Status::ok();
+  }));
+  return forEachObject(doc, "", "switch_links", [&](const json& obj, const std::string& p) {
+    SwitchLink link;
+    FC_RETURN_IF_ERROR(parseSwitchLink(obj, p, link));
+    FC_RETURN_IF_ERROR(checkSwitchLink(fabric, link, p));
+    fabric.switch_links.push_back(std::move(link));
     return Status::ok();
   });
 }
@@ -169,13 +232,16 @@ const Link* firstLink(const Fabric& fabric, const std::string& host) {
   return nullptr;
 }
 
-core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link,
-                                      const std::string& side) {
+core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link, LinkSide side) {
   ResolvedTarget target;
   target.host = link.host;
   target.link_id = link.id;
   target.side = side;
-  if (side == "host") {
+  if (side == LinkSide::kPeer) {
+    return unprocessable("side \"peer\" is the far switch of a link between two switches; link " +
+                         link.id + " joins host " + link.host + " to switch " + link.switch_name);
+  }
+  if (side == LinkSide::kHost) {
     const Host* host = fabric.findHost(link.host);
     if (host == nullptr) {
       return unprocessable("link " + link.id + " names host " + link.host +
@@ -193,11 +259,39 @@ core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link,
   return target;
 }
 
-bool hasLabels(const Host& host, const std::map<std::string, std::string>& wanted) {
+core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const SwitchLink& link, LinkSide side) {
+  if (side == LinkSide::kHost) {
+    return unprocessable("link " + link.id + " joins switches " + link.switch_name + " and " +
+                         link.peer_switch +
+                         ": it has no host side (use side \"switch\" or \"peer\")");
+  }
+  const std::string& switch_name = side == LinkSide::kPeer ? link.peer_switch : link.switch_name;
+  const Switch* sw = fabric.findSwitch(switch_name);
+  if (sw == nullptr) {
+    return unprocessable("link " + link.id + " names switch " + switch_name +
+                         ", which is not in fabric " + fabric.name);
+  }
+  ResolvedTarget target;
+  target.link_id = link.id;
+  target.side = side;
+  target.target =
+      injectors::InterfaceTarget{sw->netns, side == LinkSide::kPeer ? link.peer_port : link.port};
+  return target;
+}
+
+bool containsLabels(const std::map<std::string, std::string>& have,
+                    const std::map<std::string, std::string>& wanted) {
   return std::all_of(wanted.begin(), wanted.end(), [&](const auto& pair) {
-    auto it = host.labels.find(pair.first);
-    return it != host.labels.end() && it->second == pair.second;
+    auto it = have.find(pair.first);
+    return it != have.end() && it->second == pair.second;
   });
+}
+
+// A host link's labels as a selector sees them: its own over its host's.
+std::map<std::string, std::string> effectiveLabels(const Host& host, const Link& link) {
+  std::map<std::string, std::string> labels = link.labels;
+  labels.insert(host.labels.begin(), host.labels.end());  // keeps the link's value on a clash
+  return labels;
 }
 
 }  // namespace
@@ -216,6 +310,12 @@ const Switch* Fabric::findSwitch(const std::string& name) const {
 const Link* Fabric::findLink(const std::string& id) const {
   auto it = std::find_if(links.begin(), links.end(), [&](const Link& l) { return l.id == id; });
   return it == links.end() ? nullptr : &*it;
+}
+
+const SwitchLink* Fabric::findSwitchLink(const std::string& id) const {
+  auto it = std::find_if(switch_links.begin(), switch_links.end(),
+                         [&](const SwitchLink& l) { return l.id == id; });
+  return it == switch_links.end() ? nullptr : &*it;
 }
 
 core::Result<Fabric> fabricFromJson(const nlohmann::json& doc) {
@@ -251,12 +351,26 @@ nlohmann::json toJson(const Fabric& fabric) {
                      {"nic", link.nic},
                      {"switch", link.switch_name},
                      {"port", link.port}});
+    if (!link.labels.empty()) links.back()["labels"] = link.labels;
   }
-  return {{"name", fabric.name},
-          {"kind", fabric.kind},
-          {"hosts", std::move(hosts)},
-          {"switches", std::move(switches)},
-          {"links", std::move(links)}};
+  json out = {{"name", fabric.name},
+              {"kind", fabric.kind},
+              {"hosts", std::move(hosts)},
+              {"switches", std::move(switches)},
+              {"links", std::move(links)}};
+  if (!fabric.switch_links.empty()) {
+    json switch_links = json::array();
+    for (const SwitchLink& link : fabric.switch_links) {
+      switch_links.push_back({{"id", link.id},
+                              {"switch", link.switch_name},
+                              {"port", link.port},
+                              {"peer_switch", link.peer_switch},
+                              {"peer_port", link.peer_port},
+                              {"labels", link.labels}});
+    }
+    out["switch_links"] = std::move(switch_links);
+  }
+  return out;
 }
 
 core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& selector,
@@ -266,15 +380,11 @@ core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& s
     return Status(StatusCode::kInvalidArgument,
                   "a target must set exactly one of host, link, labels");
   }
-  if (selector.side != "switch" && selector.side != "host") {
-    return Status(StatusCode::kInvalidArgument,
-                  "target side must be \"switch\" or \"host\", not \"" + selector.side + "\"");
-  }
   const std::string what = "target " + selector.describe();
   std::vector<ResolvedTarget> out;
-  auto add = [&](const Link& link) -> Status {
+  auto add = [&](const auto& link) -> Status {
     auto target = endpoint(fabric, link, selector.side);
-    if (!target.isOk()) return target.status();
+    if (!target.isOk()) return target.status().withContext(what);
     out.push_back(std::move(target.value()));
     return Status::ok();
   };
@@ -289,20 +399,33 @@ core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& s
     }
     FC_RETURN_IF_ERROR(add(*link));
   } else if (!selector.link.empty()) {
-    const Link* link = fabric.findLink(selector.link);
-    if (link == nullptr) return unprocessable(what + " is not in fabric " + fabric.name);
-    FC_RETURN_IF_ERROR(add(*link));
+    if (const Link* link = fabric.findLink(selector.link)) {
+      FC_RETURN_IF_ERROR(add(*link));
+    } else if (const SwitchLink* switch_link = fabric.findSwitchLink(selector.link)) {
+      FC_RETURN_IF_ERROR(add(*switch_link));
+    } else {
+      return unprocessable(what + " is not in fabric " + fabric.name);
+    }
   } else {
     for (const Host& host : fabric.hosts) {
-      if (!hasLabels(host, selector.labels)) continue;
-      const Link* link = firstLink(fabric, host.name);
-      if (link == nullptr) {
+      bool host_matched = containsLabels(host.labels, selector.labels);
+      bool host_has_link = false;
+      for (const Link& link : fabric.links) {
+        if (link.host != host.name) continue;
+        host_has_link = true;
+        if (!containsLabels(effectiveLabels(host, link), selector.labels)) continue;
+        host_matched = true;
+        FC_RETURN_IF_ERROR(add(link));
+      }
+      if (host_matched && !host_has_link) {
         return unprocessable(what + " matches host " + host.name +
                              ", which has no link in fabric " + fabric.name);
       }
-      FC_RETURN_IF_ERROR(add(*link));
     }
-    if (out.empty()) return unprocessable(what + " matches no host in fabric " + fabric.name);
+    for (const SwitchLink& link : fabric.switch_links) {
+      if (containsLabels(link.labels, selector.labels)) FC_RETURN_IF_ERROR(add(link));
+    }
+    if (out.empty()) return unprocessable(what + " matches no link in fabric " + fabric.name);
   }
   return out;
 }

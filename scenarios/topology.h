@@ -38,12 +38,27 @@ struct Switch {
   std::map<std::string, std::string> labels;
 };
 
+// A host's NIC cabled to a switch port.
 struct Link {
   std::string id;  // "h0-sw0"
   std::string host;
   std::string nic;
   std::string switch_name;
   std::string port;
+  // The link's own labels (a rail-optimised host's NICs sit on different rails and leaves). A
+  // label selector matches them over its host's labels: the link's value wins.
+  std::map<std::string, std::string> labels;
+};
+
+// Two switch ports cabled together: on a leaf-spine fabric, a leaf's uplink to a spine. The first
+// end is the lower tier (LinkSide::kSwitch), the second the upper one (LinkSide::kPeer).
+struct SwitchLink {
+  std::string id;  // "l0-s1"
+  std::string switch_name;
+  std::string port;
+  std::string peer_switch;
+  std::string peer_port;
+  std::map<std::string, std::string> labels;  // e.g. tier=uplink, leaf=l0, spine=s1
 };
 
 struct Fabric {
@@ -52,10 +67,12 @@ struct Fabric {
   std::vector<Host> hosts;
   std::vector<Switch> switches;
   std::vector<Link> links;
+  std::vector<SwitchLink> switch_links;  // JSON "switch_links"; empty on a single-switch fabric
 
   const Host* findHost(const std::string& name) const;
   const Switch* findSwitch(const std::string& name) const;
   const Link* findLink(const std::string& id) const;
+  const SwitchLink* findSwitchLink(const std::string& id) const;
 };
 
 core::Result<Fabric> fabricFromJson(const nlohmann::json& doc);
@@ -63,18 +80,23 @@ nlohmann::json toJson(const Fabric& fabric);
 
 // One concrete thing a fault acts on, and where it sits in the fabric.
 struct ResolvedTarget {
-  // The fabric host it belongs to (the host whose link it is, for an interface); its agent acts
-  // on host-side targets (scenarios/engine/agent_directory.h agentForTarget).
+  // The fabric host it belongs to (the host whose link it is, for an interface; "" on a link
+  // between switches); its agent acts on host-side targets (scenarios/engine/agent_directory.h
+  // agentForTarget). Switch ports are the embedded agent's.
   std::string host;
   injectors::Target target;
   std::string link_id;  // "" when the selector named a host without links
-  std::string side;     // "host" or "switch"
+  LinkSide side = LinkSide::kSwitch;
 };
 
-// Resolves a selector to interface targets (selectors name interfaces only, so far). A host
-// selector means the host's first link. Fails with
-// kUnprocessable naming the selector ("target host h9 is not in fabric netns-lab") when nothing
-// matches.
+// Resolves a selector to interface targets (selectors name interfaces only, so far):
+// - host: the host's first link;
+// - link: the host link or switch link with that id;
+// - labels: every host link whose labels (over its host's) contain them, then every switch link
+//   whose labels do, in fabric order.
+// The side must exist on each link selected: kHost on a host link, kPeer on a switch link,
+// kSwitch on both. Fails with kUnprocessable naming the selector ("target host h9 is not in
+// fabric netns-lab") when nothing matches or a side does not apply.
 core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& selector,
                                                          const Fabric& fabric);
 

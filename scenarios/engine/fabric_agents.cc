@@ -202,7 +202,7 @@ core::Result<KindCatalog> FabricAgents::kindCatalog(const Fabric& fabric) {
 
 Status FabricAgents::checkActingAgent(const Fabric& fabric, const PlannedAction& action) {
   Group group{agentForTarget(fabric, action.target), {}};
-  if (action.target.side == "host") group.hosts.push_back(action.target.host);
+  if (action.target.side == LinkSide::kHost) group.hosts.push_back(action.target.host);
   auto info = cachedInfo(group);
   const std::string where = describeTarget(action.target) + ", where " +
                             (group.hosts.empty() ? std::string("the controller's embedded agent")

@@ -32,7 +32,7 @@ json targetJson(const ResolvedTarget& t) {
   json doc = injectors::toJson(t.target);
   doc["host"] = t.host;
   doc["link"] = t.link_id;
-  doc["side"] = t.side;
+  doc["side"] = std::string(linkSideName(t.side));
   return doc;
 }
 

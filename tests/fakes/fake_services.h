@@ -182,7 +182,7 @@ class FakeFabricCatalog : public scenarios::FabricCatalog {
       host.labels = {{"rack", "r" + std::to_string(i / 2)}, {"rail", "0"}};
       fabric.hosts.push_back(host);
       sw.ports.push_back("p" + n);
-      fabric.links.push_back({"h" + n + "-sw0", host.name, "eth0", "sw0", "p" + n});
+      fabric.links.push_back({"h" + n + "-sw0", host.name, "eth0", "sw0", "p" + n, {}});
     }
     fabric.switches.push_back(sw);
     return fabric;

@@ -31,8 +31,8 @@ TEST(DescribeLab, RoundTripsThroughTheFabricCodec) {
   auto parsed = scenarios::fabricFromJson(scenarios::toJson(fabric));
   ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
   EXPECT_EQ(parsed->hosts.size(), 3u);
-  auto targets =
-      scenarios::resolveTargets(scenarios::TargetSelector{"h2", "", {}, "switch"}, parsed.value());
+  auto targets = scenarios::resolveTargets(
+      scenarios::TargetSelector{"h2", "", {}, scenarios::LinkSide::kSwitch}, parsed.value());
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   EXPECT_EQ(targets->at(0).target, injectors::Target(injectors::InterfaceTarget{"fcl-sw0", "p2"}));
 }

@@ -13,14 +13,14 @@ namespace {
 using core::StatusCode;
 
 ResolvedTarget port(const std::string& ifname, const std::string& host = "h1") {
-  return {host, injectors::InterfaceTarget{"fcl-sw0", ifname}, host + "-sw0", "switch"};
+  return {host, injectors::InterfaceTarget{"fcl-sw0", ifname}, host + "-sw0", LinkSide::kSwitch};
 }
 
 // Traffic from switch ports p0 and p2 to p1.
 ResolvedTarget trafficTo(const std::string& sink) {
   return {"h1",
           injectors::TrafficSetTarget{{{"fcl-sw0", "p0"}, {"fcl-sw0", "p2"}}, {{"fcl-sw0", sink}}},
-          "", "switch"};
+          "", LinkSide::kSwitch};
 }
 
 PlannedAction action(int step, const std::string& kind, ResolvedTarget target, int64_t from,
@@ -79,8 +79,8 @@ TEST(CheckComposition, Table) {
        {action(0, "link_flap", port("p1"), 0, 2000), action(1, "netem", port("p1"), 0, 2000)},
        true},
       {"the same NIC name on two hosts is two targets",
-       {action(0, "netem", {"h1", injectors::InterfaceTarget{"", "eth0"}, "l1", "host"}, 0, 2000),
-        action(1, "netem", {"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", "host"}, 0, 2000)},
+       {action(0, "netem", {"h1", injectors::InterfaceTarget{"", "eth0"}, "l1", LinkSide::kHost}, 0, 2000),
+        action(1, "netem", {"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", LinkSide::kHost}, 0, 2000)},
        true},
       {"a traffic set holds each of its interfaces",
        {action(0, "incast", trafficTo("p1"), 0, 2000), action(1, "incast", port("p1"), 1000, 3000)},
@@ -119,7 +119,7 @@ TEST(CheckComposition, ARefusalBetweenATrafficSetAndAnInterfaceNamesBoth) {
 
 TEST(TargetKeys, AreScopedByWhereTheTargetLives) {
   EXPECT_EQ(targetKeys(port("p1")), (std::vector<std::string>{"local/if/fcl-sw0/p1"}));
-  const ResolvedTarget nic{"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", "host"};
+  const ResolvedTarget nic{"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", LinkSide::kHost};
   EXPECT_EQ(targetKeys(nic), (std::vector<std::string>{"host:h2/if//eth0"}));
   EXPECT_EQ(describeTarget(nic), "host h2 eth0");
   EXPECT_EQ(targetKeys(trafficTo("p1")).size(), 3u);
@@ -141,7 +141,7 @@ TEST(ValidateForFabric, OverlappingRootQdiscFaultsAreA422) {
     fabric.hosts.push_back(
         Host{name, "t-" + name, "local", {{"eth0", "10.9.0." + std::to_string(i + 1)}}, {}, ""});
     sw.ports.push_back("p" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
   Scenario s;

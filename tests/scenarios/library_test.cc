@@ -60,7 +60,7 @@ Fabric netnsLab() {
                                 {{"rack", "r" + std::to_string(i / 2)}, {"leaf", "sw0"}},
                                 ""});
     sw.ports.push_back("p" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
   return fabric;
@@ -81,7 +81,7 @@ Fabric vmLab() {
                                 {{"rack", "r0"}},
                                 "/run/fabric-chaos/vm/agent.token"});
     sw.ports.push_back("fcv-tap" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "fcv-tap" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "fcv-tap" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
   return fabric;
@@ -141,7 +141,7 @@ void expectCommonWorkload(const Scenario& s) {
   EXPECT_EQ(s.recovery_ms, 5000);
   ASSERT_EQ(s.steps.size(), 1u);
   EXPECT_EQ(s.steps[0].target.host, "h1");
-  EXPECT_EQ(s.steps[0].target.side, "switch");
+  EXPECT_EQ(s.steps[0].target.side, LinkSide::kSwitch);
   EXPECT_EQ(s.steps[0].at_ms, 0);
   EXPECT_EQ(s.gates.min_score, 20.0);
   EXPECT_TRUE(s.gates.require_survival);

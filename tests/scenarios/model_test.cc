@@ -53,12 +53,12 @@ TEST(ParseScenarioTest, ParsesEveryField) {
   ASSERT_EQ(s.steps.size(), 2u);
   EXPECT_EQ(s.steps[0].kind, "link_flap");
   EXPECT_EQ(s.steps[0].target.host, "h1");
-  EXPECT_EQ(s.steps[0].target.side, "switch");
+  EXPECT_EQ(s.steps[0].target.side, LinkSide::kSwitch);
   EXPECT_EQ(s.steps[0].at_ms, 0);
   EXPECT_EQ(s.steps[0].duration_ms, 0);
   EXPECT_EQ(s.steps[0].params["count"], 2);
   EXPECT_EQ(s.steps[1].target.labels, (std::map<std::string, std::string>{{"rack", "r1"}}));
-  EXPECT_EQ(s.steps[1].target.side, "host");
+  EXPECT_EQ(s.steps[1].target.side, LinkSide::kHost);
   EXPECT_EQ(s.steps[1].at_ms, 500);
   EXPECT_EQ(s.steps[1].duration_ms, 4000);
   EXPECT_EQ(s.recovery_ms, 5000);
@@ -220,7 +220,7 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"TargetLabelValue", [](json& d) { d["steps"][1]["target"]["labels"]["rack"] = 1; },
        "steps[1].target.labels.rack: must be a string"},
       {"TargetSide", [](json& d) { d["steps"][1]["target"]["side"] = "nic"; },
-       "steps[1].target.side: must be \"switch\" or \"host\""},
+       "steps[1].target.side: must be \"switch\", \"host\" or \"peer\""},
       {"AtMsNegative", [](json& d) { d["steps"][1]["at_ms"] = -5; },
        "steps[1].at_ms: must be a non-negative integer"},
       {"AtMsFraction", [](json& d) { d["steps"][1]["at_ms"] = 1.5; },
@@ -343,7 +343,7 @@ TEST(RoundTripTest, ScenarioBuiltInCodeRoundTrips) {
   FaultStep step;
   step.kind = "link_flap";
   step.target.link = "h2-sw0";
-  step.target.side = "host";
+  step.target.side = LinkSide::kHost;
   step.params = {{"down_ms", 250}};
   step.at_ms = 1200;
   s.steps.push_back(step);
@@ -352,7 +352,7 @@ TEST(RoundTripTest, ScenarioBuiltInCodeRoundTrips) {
   ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
   EXPECT_EQ(toJson(parsed.value()), toJson(s));
   EXPECT_EQ(parsed->steps[0].target.link, "h2-sw0");
-  EXPECT_EQ(parsed->steps[0].target.side, "host");
+  EXPECT_EQ(parsed->steps[0].target.side, LinkSide::kHost);
   EXPECT_FALSE(parsed->gates.require_survival);
   EXPECT_FALSE(parsed->gates.min_score.has_value());
 }

@@ -27,7 +27,7 @@ Fabric testFabric() {
                                 {{"rack", i < 2 ? "r0" : "r1"}},
                                 ""});
     sw.ports.push_back("p" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
   return fabric;
@@ -163,7 +163,7 @@ TEST(PlanFaultsTest, FlapPatternTimingsAndTarget) {
     EXPECT_EQ(a.target.host, "h1");
     EXPECT_EQ(a.target.link_id, "h1-sw0");
     EXPECT_EQ(a.target.target, injectors::Target(injectors::InterfaceTarget{"t-sw0", "p1"}));
-    EXPECT_EQ(a.target.side, "switch");
+    EXPECT_EQ(a.target.side, LinkSide::kSwitch);
   }
   EXPECT_EQ((*plan)[0].apply_at_ms, 0);
   EXPECT_EQ((*plan)[0].revert_at_ms, 1000);
@@ -175,7 +175,7 @@ TEST(PlanFaultsTest, OneActionPerResolvedTarget) {
   Scenario s;
   TargetSelector rack;
   rack.labels = {{"rack", "r1"}};
-  rack.side = "host";
+  rack.side = LinkSide::kHost;
   s.steps.push_back(loss(rack, 200, 800));
   auto plan = planFaults(s, testFabric());
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();

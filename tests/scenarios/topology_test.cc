@@ -27,9 +27,61 @@ Fabric testFabric() {
     host.labels = {{"rack", i < 2 ? "r0" : "r1"}, {"leaf", "sw0"}};
     fabric.hosts.push_back(host);
     sw.ports.push_back("p" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
+  return fabric;
+}
+
+// Two leaves l0, l1 (rail 0 and rail 1 of one group) and two spines s0, s1, every leaf cabled
+// to every spine (l<i> port up<j> <-> s<j> port dn<i>). Hosts a and b have two NICs: eth<r> is
+// cabled to leaf l<r> port p<host>.
+Fabric leafSpineFabric() {
+  Fabric fabric;
+  fabric.name = "ls";
+  fabric.kind = "netns";
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    const std::string name = "l" + std::to_string(leaf);
+    fabric.switches.push_back(
+        {name, "ls-" + name, "br0", {"p0", "p1", "up0", "up1"}, {{"role", "leaf"}}});
+  }
+  for (int spine = 0; spine < 2; ++spine) {
+    const std::string name = "s" + std::to_string(spine);
+    fabric.switches.push_back({name, "ls-" + name, "", {"dn0", "dn1"}, {{"role", "spine"}}});
+  }
+  for (int h = 0; h < 2; ++h) {
+    const std::string name = h == 0 ? "a" : "b";
+    fabric.hosts.push_back(Host{name,
+                                "ls-" + name,
+                                "local",
+                                {{"eth0", "10.210.0." + std::to_string(h + 1)},
+                                 {"eth1", "10.211.0." + std::to_string(h + 1)}},
+                                {{"group", "g0"}, {"rail", "host-label"}},
+                                ""});
+    for (int rail = 0; rail < 2; ++rail) {
+      const std::string leaf = "l" + std::to_string(rail);
+      fabric.links.push_back(
+          {name + "-" + leaf,
+           name,
+           "eth" + std::to_string(rail),
+           leaf,
+           "p" + std::to_string(h),
+           {{"tier", "access"}, {"rail", std::to_string(rail)}, {"leaf", leaf}}});
+    }
+  }
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    for (int spine = 0; spine < 2; ++spine) {
+      const std::string l = "l" + std::to_string(leaf);
+      const std::string sp = "s" + std::to_string(spine);
+      fabric.switch_links.push_back(
+          {l + "-" + sp,
+           l,
+           "up" + std::to_string(spine),
+           sp,
+           "dn" + std::to_string(leaf),
+           {{"tier", "uplink"}, {"leaf", l}, {"spine", sp}, {"rail", std::to_string(leaf)}}});
+    }
+  }
   return fabric;
 }
 
@@ -116,6 +168,70 @@ std::vector<FabricErrorCase> fabricErrorCases() {
 
 class FabricErrorTest : public testing::TestWithParam<FabricErrorCase> {};
 
+std::vector<FabricErrorCase> switchLinkErrorCases() {
+  return {
+      {"FieldMissing", [](json& d) { d["switch_links"][0].erase("peer_port"); },
+       "switch_links[0].peer_port: required"},
+      {"UnknownField", [](json& d) { d["switch_links"][0]["speed"] = 1; },
+       "switch_links[0].speed: unknown field"},
+      {"UnknownSwitch", [](json& d) { d["switch_links"][1]["peer_switch"] = "s9"; },
+       "switch_links[1].peer_switch: unknown switch s9"},
+      {"UnknownPort", [](json& d) { d["switch_links"][1]["port"] = "up7"; },
+       "switch_links[1].port: switch l0 has no port up7"},
+      {"SameSwitch", [](json& d) { d["switch_links"][0]["peer_switch"] = "l0"; },
+       "switch_links[0].peer_switch: a link joins two different switches"},
+      {"DuplicateIdOfAHostLink", [](json& d) { d["switch_links"][2]["id"] = "a-l0"; },
+       "switch_links[2].id: duplicate link a-l0"},
+      {"PortCabledToAHost", [](json& d) { d["switch_links"][0]["port"] = "p0"; },
+       "switch_links[0].port: port p0 of switch l0 is already cabled by link a-l0"},
+      {"PeerPortCabledTwice", [](json& d) { d["switch_links"][3]["peer_port"] = "dn0"; },
+       "switch_links[3].peer_port: port dn0 of switch s1 is already cabled by link l0-s1"},
+      {"LabelNotString", [](json& d) { d["switch_links"][0]["labels"]["tier"] = 1; },
+       "switch_links[0].labels.tier: must be a string"},
+      {"HostLinkLabelNotString", [](json& d) { d["links"][0]["labels"]["rail"] = 0; },
+       "links[0].labels.rail: must be a string"},
+  };
+}
+
+class SwitchLinkErrorTest : public testing::TestWithParam<FabricErrorCase> {};
+
+TEST_P(SwitchLinkErrorTest, NamesTheField) {
+  json doc = toJson(leafSpineFabric());
+  ASSERT_TRUE(fabricFromJson(doc).isOk()) << fabricFromJson(doc).status().toString();
+  GetParam().mutate(doc);
+  auto parsed = fabricFromJson(doc);
+  ASSERT_FALSE(parsed.isOk()) << doc.dump();
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message().rfind(GetParam().expected, 0), 0u)
+      << "got: " << parsed.status().message() << "\nwant prefix: " << GetParam().expected;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, SwitchLinkErrorTest, testing::ValuesIn(switchLinkErrorCases()),
+                         [](const testing::TestParamInfo<FabricErrorCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(FabricJsonTest, LeafSpineRoundTripsWithLinkLabels) {
+  const Fabric fabric = leafSpineFabric();
+  const json encoded = toJson(fabric);
+  auto parsed = fabricFromJson(json::parse(encoded.dump()));
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(toJson(parsed.value()), encoded);
+  ASSERT_EQ(parsed->switch_links.size(), 4u);
+  const SwitchLink* link = parsed->findSwitchLink("l1-s0");
+  ASSERT_NE(link, nullptr);
+  EXPECT_EQ(link->port, "up0");
+  EXPECT_EQ(link->peer_switch, "s0");
+  EXPECT_EQ(link->peer_port, "dn1");
+  EXPECT_EQ(link->labels.at("tier"), "uplink");
+  EXPECT_EQ(parsed->findLink("b-l1")->labels.at("rail"), "1");
+  EXPECT_EQ(parsed->findSwitchLink("a-l0"), nullptr) << "host links are not switch links";
+  // A single-switch fabric's document stays as it was: no switch_links, no link labels.
+  const json star = toJson(testFabric());
+  EXPECT_FALSE(star.contains("switch_links"));
+  EXPECT_FALSE(star["links"][0].contains("labels"));
+}
+
 TEST_P(FabricErrorTest, NamesTheField) {
   json doc = toJson(testFabric());
   ASSERT_TRUE(fabricFromJson(doc).isOk());
@@ -144,7 +260,7 @@ TEST(FabricTest, Find) {
   EXPECT_EQ(fabric.findLink("h3-sw1"), nullptr);
 }
 
-TargetSelector hostSel(const std::string& host, const std::string& side = "switch") {
+TargetSelector hostSel(const std::string& host, LinkSide side = LinkSide::kSwitch) {
   TargetSelector s;
   s.host = host;
   s.side = side;
@@ -152,7 +268,7 @@ TargetSelector hostSel(const std::string& host, const std::string& side = "switc
 }
 
 void expectTarget(const ResolvedTarget& t, const std::string& host, const std::string& link,
-                  const std::string& netns, const std::string& ifname, const std::string& side) {
+                  const std::string& netns, const std::string& ifname, LinkSide side) {
   EXPECT_EQ(t.host, host);
   EXPECT_EQ(t.link_id, link);
   EXPECT_EQ(t.target, injectors::Target(injectors::InterfaceTarget{netns, ifname}));
@@ -163,14 +279,14 @@ TEST(ResolveTargetsTest, HostSwitchSideIsTheSwitchPort) {
   auto targets = resolveTargets(hostSel("h1"), testFabric());
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 1u);
-  expectTarget((*targets)[0], "h1", "h1-sw0", "t-sw0", "p1", "switch");
+  expectTarget((*targets)[0], "h1", "h1-sw0", "t-sw0", "p1", LinkSide::kSwitch);
 }
 
 TEST(ResolveTargetsTest, HostHostSideIsTheNic) {
-  auto targets = resolveTargets(hostSel("h1", "host"), testFabric());
+  auto targets = resolveTargets(hostSel("h1", LinkSide::kHost), testFabric());
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 1u);
-  expectTarget((*targets)[0], "h1", "h1-sw0", "t-h1", "eth0", "host");
+  expectTarget((*targets)[0], "h1", "h1-sw0", "t-h1", "eth0", LinkSide::kHost);
 }
 
 TEST(ResolveTargetsTest, HostMeansItsFirstLink) {
@@ -178,11 +294,11 @@ TEST(ResolveTargetsTest, HostMeansItsFirstLink) {
   fabric.hosts[2].nics.push_back({"eth1", "10.201.0.3"});
   fabric.switches[0].ports.push_back("p9");
   // Listed before h2's eth0 link: "first" is the fabric's link order.
-  fabric.links.insert(fabric.links.begin(), {"h2-b", "h2", "eth1", "sw0", "p9"});
-  auto targets = resolveTargets(hostSel("h2", "host"), fabric);
+  fabric.links.insert(fabric.links.begin(), {"h2-b", "h2", "eth1", "sw0", "p9", {}});
+  auto targets = resolveTargets(hostSel("h2", LinkSide::kHost), fabric);
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 1u);
-  expectTarget((*targets)[0], "h2", "h2-b", "t-h2", "eth1", "host");
+  expectTarget((*targets)[0], "h2", "h2-b", "t-h2", "eth1", LinkSide::kHost);
 }
 
 TEST(ResolveTargetsTest, Link) {
@@ -191,11 +307,11 @@ TEST(ResolveTargetsTest, Link) {
   auto targets = resolveTargets(s, testFabric());
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 1u);
-  expectTarget((*targets)[0], "h3", "h3-sw0", "t-sw0", "p3", "switch");
-  s.side = "host";
+  expectTarget((*targets)[0], "h3", "h3-sw0", "t-sw0", "p3", LinkSide::kSwitch);
+  s.side = LinkSide::kHost;
   targets = resolveTargets(s, testFabric());
   ASSERT_TRUE(targets.isOk());
-  expectTarget((*targets)[0], "h3", "h3-sw0", "t-h3", "eth0", "host");
+  expectTarget((*targets)[0], "h3", "h3-sw0", "t-h3", "eth0", LinkSide::kHost);
 }
 
 TEST(ResolveTargetsTest, LabelsMatchEveryHostWithAllPairs) {
@@ -206,15 +322,94 @@ TEST(ResolveTargetsTest, LabelsMatchEveryHostWithAllPairs) {
   auto targets = resolveTargets(s, fabric);
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 2u);
-  expectTarget((*targets)[0], "h2", "h2-sw0", "t-sw0", "p2", "switch");
-  expectTarget((*targets)[1], "h3", "h3-sw0", "t-sw0", "p3", "switch");
+  expectTarget((*targets)[0], "h2", "h2-sw0", "t-sw0", "p2", LinkSide::kSwitch);
+  expectTarget((*targets)[1], "h3", "h3-sw0", "t-sw0", "p3", LinkSide::kSwitch);
 
   s.labels["rail"] = "1";
-  s.side = "host";
+  s.side = LinkSide::kHost;
   targets = resolveTargets(s, fabric);
   ASSERT_TRUE(targets.isOk()) << targets.status().toString();
   ASSERT_EQ(targets->size(), 1u);
-  expectTarget((*targets)[0], "h3", "h3-sw0", "t-h3", "eth0", "host");
+  expectTarget((*targets)[0], "h3", "h3-sw0", "t-h3", "eth0", LinkSide::kHost);
+}
+
+TEST(ResolveTargetsTest, ASwitchLinkHasALowerAndAnUpperEndAndNoHost) {
+  const Fabric fabric = leafSpineFabric();
+  TargetSelector s;
+  s.link = "l1-s0";
+  auto lower = resolveTargets(s, fabric);
+  ASSERT_TRUE(lower.isOk()) << lower.status().toString();
+  ASSERT_EQ(lower->size(), 1u);
+  expectTarget((*lower)[0], "", "l1-s0", "ls-l1", "up0", LinkSide::kSwitch);
+
+  s.side = LinkSide::kPeer;
+  auto upper = resolveTargets(s, fabric);
+  ASSERT_TRUE(upper.isOk()) << upper.status().toString();
+  expectTarget((*upper)[0], "", "l1-s0", "ls-s0", "dn1", LinkSide::kPeer);
+
+  s.side = LinkSide::kHost;
+  auto host = resolveTargets(s, fabric);
+  EXPECT_EQ(host.status().code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(host.status().message(),
+            "target link l1-s0: link l1-s0 joins switches l1 and s0: it has no host side (use "
+            "side \"switch\" or \"peer\")");
+
+  TargetSelector host_link;
+  host_link.link = "a-l0";
+  host_link.side = LinkSide::kPeer;
+  auto peer = resolveTargets(host_link, fabric);
+  EXPECT_EQ(peer.status().code(), StatusCode::kUnprocessable);
+  EXPECT_NE(peer.status().message().find("joins host a to switch l0"), std::string::npos)
+      << peer.status().message();
+}
+
+TEST(ResolveTargetsTest, LabelsSelectSpinesUplinksAndRailsThroughLinkLabels) {
+  const Fabric fabric = leafSpineFabric();
+  // "Spine s1 fails": every link to it, at the spine's own ports.
+  TargetSelector spine;
+  spine.labels = {{"spine", "s1"}};
+  spine.side = LinkSide::kPeer;
+  auto spine_ports = resolveTargets(spine, fabric);
+  ASSERT_TRUE(spine_ports.isOk()) << spine_ports.status().toString();
+  ASSERT_EQ(spine_ports->size(), 2u);
+  expectTarget((*spine_ports)[0], "", "l0-s1", "ls-s1", "dn0", LinkSide::kPeer);
+  expectTarget((*spine_ports)[1], "", "l1-s1", "ls-s1", "dn1", LinkSide::kPeer);
+
+  // "The uplinks of leaf l0" at the leaf.
+  TargetSelector uplinks;
+  uplinks.labels = {{"tier", "uplink"}, {"leaf", "l0"}};
+  auto leaf_ports = resolveTargets(uplinks, fabric);
+  ASSERT_TRUE(leaf_ports.isOk()) << leaf_ports.status().toString();
+  ASSERT_EQ(leaf_ports->size(), 2u);
+  expectTarget((*leaf_ports)[0], "", "l0-s0", "ls-l0", "up0", LinkSide::kSwitch);
+  expectTarget((*leaf_ports)[1], "", "l0-s1", "ls-l0", "up1", LinkSide::kSwitch);
+
+  // "Rail 1" of the hosts: a link's own label wins over its host's ("host-label").
+  TargetSelector rail;
+  rail.labels = {{"tier", "access"}, {"rail", "1"}};
+  rail.side = LinkSide::kHost;
+  auto nics = resolveTargets(rail, fabric);
+  ASSERT_TRUE(nics.isOk()) << nics.status().toString();
+  ASSERT_EQ(nics->size(), 2u);
+  expectTarget((*nics)[0], "a", "a-l1", "ls-a", "eth1", LinkSide::kHost);
+  expectTarget((*nics)[1], "b", "b-l1", "ls-b", "eth1", LinkSide::kHost);
+
+  // A host label selects every NIC of the host, each through its own link.
+  TargetSelector group;
+  group.labels = {{"group", "g0"}};
+  auto group_ports = resolveTargets(group, fabric);
+  ASSERT_TRUE(group_ports.isOk()) << group_ports.status().toString();
+  ASSERT_EQ(group_ports->size(), 4u);
+  expectTarget((*group_ports)[1], "a", "a-l1", "ls-l1", "p0", LinkSide::kSwitch);
+
+  // Everything on leaf l0 (its host ports and its uplinks): side host cannot apply to all.
+  TargetSelector leaf;
+  leaf.labels = {{"leaf", "l0"}};
+  auto whole_leaf = resolveTargets(leaf, fabric);
+  ASSERT_TRUE(whole_leaf.isOk()) << whole_leaf.status().toString();
+  EXPECT_EQ(whole_leaf->size(), 4u);
+  leaf.side = LinkSide::kHost;
+  EXPECT_EQ(resolveTargets(leaf, fabric).status().code(), StatusCode::kUnprocessable);
 }
 
 struct MissingCase {
@@ -236,7 +431,7 @@ TEST(ResolveTargetsTest, NothingMatchedIsUnprocessableAndNamesTheSelector) {
       {"UnknownHost", hostSel("h9"), "target host h9 is not in fabric test-lab"},
       {"HostWithoutLink", hostSel("h4"), "target host h4 has no link in fabric test-lab"},
       {"UnknownLink", link, "target link h9-sw0 is not in fabric test-lab"},
-      {"NoLabelMatch", labels, "target labels {rack=r9} matches no host in fabric test-lab"},
+      {"NoLabelMatch", labels, "target labels {rack=r9} matches no link in fabric test-lab"},
       {"LabelMatchWithoutLink", unlinked,
        "target labels {rack=r2} matches host h4, which has no link in fabric test-lab"},
   };
@@ -254,8 +449,6 @@ TEST(ResolveTargetsTest, MalformedSelectorIsInvalidArgument) {
   TargetSelector two = hostSel("h1");
   two.link = "h1-sw0";
   EXPECT_EQ(resolveTargets(two, testFabric()).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(resolveTargets(hostSel("h1", "nic"), testFabric()).status().code(),
-            StatusCode::kInvalidArgument);
 }
 
 TEST(ResolveTargetsTest, DanglingSwitchInCodeBuiltFabricIsUnprocessable) {

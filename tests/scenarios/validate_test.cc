@@ -27,7 +27,7 @@ Fabric testFabric(int hosts = 4) {
                                 {{"rack", i < 2 ? "r0" : "r1"}},
                                 ""});
     sw.ports.push_back("p" + std::to_string(i));
-    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   fabric.switches.push_back(sw);
   return fabric;
@@ -125,7 +125,7 @@ TEST(ValidateTest, UnknownTargetIsUnprocessable) {
   s = validScenario();
   s.steps[1].target.labels = {{"rack", "r7"}};
   expectError(validateForFabric(s, testFabric(), catalog()), StatusCode::kUnprocessable,
-              "steps[1].target: target labels {rack=r7} matches no host in fabric test-lab");
+              "steps[1].target: target labels {rack=r7} matches no link in fabric test-lab");
 }
 
 TEST(ValidateTest, WorkloadHostsMustExist) {

@@ -62,13 +62,13 @@ TEST(DescribeVmLab, RoundTripsAndResolvesTheSwitchSideToATap) {
   auto parsed = scenarios::fabricFromJson(scenarios::toJson(fabric));
   ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
   EXPECT_EQ(parsed->hosts[0].agent_token_file, "/run/fabric-chaos/vm/agent.token");
-  auto sw_side =
-      scenarios::resolveTargets(scenarios::TargetSelector{"vm1", "", {}, "switch"}, parsed.value());
+  auto sw_side = scenarios::resolveTargets(
+      scenarios::TargetSelector{"vm1", "", {}, scenarios::LinkSide::kSwitch}, parsed.value());
   ASSERT_TRUE(sw_side.isOk()) << sw_side.status().toString();
   EXPECT_EQ(sw_side->at(0).target,
             injectors::Target(injectors::InterfaceTarget{"fcv-sw0", "fcv-tap1"}));
-  auto host_side =
-      scenarios::resolveTargets(scenarios::TargetSelector{"vm0", "", {}, "host"}, parsed.value());
+  auto host_side = scenarios::resolveTargets(
+      scenarios::TargetSelector{"vm0", "", {}, scenarios::LinkSide::kHost}, parsed.value());
   ASSERT_TRUE(host_side.isOk()) << host_side.status().toString();
   EXPECT_EQ(host_side->at(0).target, injectors::Target(injectors::InterfaceTarget{"", "eth0"}));
 }

@@ -212,9 +212,9 @@ TEST(EngineRouting, HostSideFaultsGoToTheHostsAgentAndSwitchPortsToTheLocalOne) 
   engine.start();
 
   Scenario scenario = flapScenario(1);
-  scenario.steps[0].target.side = "host";  // h1's own NIC: h1's agent
+  scenario.steps[0].target.side = LinkSide::kHost;  // h1's own NIC: h1's agent
   FaultStep port_step = scenario.steps[0];
-  port_step.target.side = "switch";  // sw0:p1 lives in the controller's namespace: local
+  port_step.target.side = LinkSide::kSwitch;  // sw0:p1 lives in the controller's namespace: local
   port_step.at_ms = 300;
   scenario.steps.push_back(port_step);
   auto id = engine.submit(scenario, "netns-lab");

@@ -34,7 +34,8 @@ Fabric twoHostFabric(const std::string& name, const std::string& agent0,
     host.agent = i == 0 ? agent0 : agent1;
     host.nics.push_back({"eth0", "10.0.0." + std::to_string(i + 1)});
     fabric.hosts.push_back(host);
-    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", "p" + std::to_string(i)});
+    fabric.links.push_back(
+        {host.name + "-sw0", host.name, "eth0", "sw0", "p" + std::to_string(i), {}});
   }
   return fabric;
 }
