@@ -13,6 +13,8 @@
 #include <chrono>
 #include <thread>
 
+#include "injectors/sys/proc_stat.h"
+
 namespace fabric_chaos::sys {
 namespace {
 
@@ -260,6 +262,21 @@ class ForkExecLauncher : public ProcessLauncher {
 };
 
 }  // namespace
+
+bool terminateProcess(pid_t pid, int grace_ms) {
+  if (!processAlive(pid)) return true;
+  ::kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (processAlive(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!processAlive(pid)) return true;
+  ::kill(pid, SIGKILL);
+  for (int i = 0; i < 100 && processAlive(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return !processAlive(pid);
+}
 
 std::unique_ptr<ProcessLauncher> makeForkExecLauncher() {
   return std::make_unique<ForkExecLauncher>();

@@ -38,4 +38,8 @@ class ProcessLauncher {
 
 std::unique_ptr<ProcessLauncher> makeForkExecLauncher();
 
+// Ends a process this one did not start (a daemon found by pid): SIGTERM, then SIGKILL if it is
+// still alive (sys::processAlive) after grace_ms. True when it is gone (or was never there).
+bool terminateProcess(pid_t pid, int grace_ms);
+
 }  // namespace fabric_chaos::sys
