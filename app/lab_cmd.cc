@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kLabUsage =
     R"(Usage: fabric-chaos lab <up|down|status> [--kind netns|vm] [options]
 
-  up       build the lab: N hosts cabled to one bridge switch
+  up       build the lab: N hosts cabled to one bridge switch, or a leaf-spine fabric
   down     remove everything the lab made
   status   show whether the lab is up
 
@@ -30,6 +30,15 @@ Options:
   --hosts N          number of hosts for `up` (netns: default 4, 2..64; vm: default 2, 2..32)
   --state-dir DIR    where the fabric description is written (default /run/fabric-chaos)
 
+Namespace lab topology (--kind netns):
+  --topology T       star (default: hosts fcl-h0.. on bridge fcl-sw0) or leaf-spine (routed
+                     leaves fcl-l0.. and spines fcl-s0.., ECMP over the spines; docs/lab.md)
+  --leaves L         leaf-spine: leaves (default 2, 2..32; a multiple of --rails)
+  --spines S         leaf-spine: spines (default 2, 1..16)
+  --hosts-per-leaf H leaf-spine: hosts in each leaf's group (default 2, 1..32)
+  --rails R          leaf-spine: NICs per host, NIC r cabled to the rail-r leaf of its group
+                     (default 1, 1..8); leaves L/R groups of R leaves
+
 VM lab only:
   --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
   --mem MB           memory per VM (default 768)
@@ -43,9 +52,10 @@ VM lab only:
 )";
 
 core::FlagRules labFlagRules() {
-  core::FlagRules rules{{"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command",
-                         "guest-init", "boot-timeout", "base-port"},
-                        {"help", "no-agent"}};
+  core::FlagRules rules{
+      {"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command", "guest-init",
+       "boot-timeout", "base-port", "topology", "leaves", "spines", "hosts-per-leaf", "rails"},
+      {"help", "no-agent"}};
   rules.positional = true;  // the action
   return rules;
 }
@@ -87,6 +97,15 @@ std::string defaultGuestInit(const std::string& binary) {
 }
 
 int vmLabMain(const Flags& flags, const std::string& action) {
+  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails"}) {
+    if (flags.has(netns_only)) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --%s is for the namespace lab (--kind netns); the VM lab's "
+                   "switch is one bridge\n",
+                   netns_only);
+      return 2;
+    }
+  }
   lab::VmLabOptions options;
   options.state_dir = absolute(flags.getOr("state-dir", options.state_dir));
   options.cache_dir = absolute(flags.getOr("cache-dir", options.cache_dir));
@@ -161,10 +180,39 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   }
   lab::LabOptions options;
   options.state_dir = flags.getOr("state-dir", options.state_dir);
-  if (!parseInt(flags, "hosts", options.hosts)) return 2;
+  const std::string topology = flags.getOr("topology", "star");
+  if (topology == "leaf-spine") {
+    if (flags.has("hosts")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --hosts is for the star; a leaf-spine has "
+                   "(--leaves / --rails) * --hosts-per-leaf hosts\n");
+      return 2;
+    }
+    options.topology = lab::LabTopology::kLeafSpine;
+    lab::LeafSpineShape& shape = options.leaf_spine;
+    if (!parseInt(flags, "leaves", shape.leaves) || !parseInt(flags, "spines", shape.spines) ||
+        !parseInt(flags, "hosts-per-leaf", shape.hosts_per_leaf) ||
+        !parseInt(flags, "rails", shape.rails)) {
+      return 2;
+    }
+  } else if (topology == "star") {
+    for (const char* leaf_spine_only : {"leaves", "spines", "hosts-per-leaf", "rails"}) {
+      if (flags.has(leaf_spine_only)) {
+        std::fprintf(stderr, "fabric-chaos lab: --%s is for --topology leaf-spine\n",
+                     leaf_spine_only);
+        return 2;
+      }
+    }
+    if (!parseInt(flags, "hosts", options.hosts)) return 2;
+  } else {
+    std::fprintf(stderr, "fabric-chaos lab: --topology must be star or leaf-spine, not \"%s\"\n",
+                 topology.c_str());
+    return 2;
+  }
   auto runner = sys::makeCommandRunner();
   auto offloads = sys::makeEthtoolOffloads();
-  lab::NetnsLab lab(*runner, *offloads, options);
+  auto sysctls = sys::makeProcSysctls();
+  lab::NetnsLab lab(*runner, *offloads, *sysctls, options);
   if (action == "up") {
     auto fabric = lab.up(print);
     if (!fabric.isOk()) {
@@ -172,8 +220,9 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
       return 1;
     }
     for (const auto& host : fabric->hosts) {
-      std::cout << "  " << host.name << "  netns " << host.netns << "  " << host.nics[0].name << " "
-                << host.nics[0].address << "  rack " << host.labels.at("rack") << "\n";
+      std::cout << "  " << host.name << "  netns " << host.netns;
+      for (const auto& nic : host.nics) std::cout << "  " << nic.name << " " << nic.address;
+      std::cout << "  rack " << host.labels.at("rack") << "\n";
     }
     return 0;
   }

@@ -358,6 +358,7 @@ int serveMain(int argc, char** argv) {
 
   std::unique_ptr<sys::CommandRunner> runner;
   std::unique_ptr<sys::Offloads> offloads;
+  std::unique_ptr<sys::NetnsSysctls> sysctls;
   std::unique_ptr<lab::NetnsLab> lab;
   if (flags.has("with-lab")) {
     lab::LabOptions lab_options;
@@ -370,7 +371,8 @@ int serveMain(int argc, char** argv) {
     }
     runner = sys::makeCommandRunner();
     offloads = sys::makeEthtoolOffloads();
-    lab = std::make_unique<lab::NetnsLab>(*runner, *offloads, lab_options);
+    sysctls = sys::makeProcSysctls();
+    lab = std::make_unique<lab::NetnsLab>(*runner, *offloads, *sysctls, lab_options);
     auto fabric =
         lab->up([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
     if (!fabric.isOk()) {

@@ -16,6 +16,8 @@ packages=(
   clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests
   iproute2 nftables iputils-ping util-linux procps kmod ethtool tshark
+  # BGP on the leaf-spine lab's switches: one BIRD per switch namespace (lab/leaf_spine_routing.h)
+  bird2
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)
@@ -39,6 +41,12 @@ else
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${packages[@]}"
+  # Debian starts a system-wide BIRD (bird.service) with the package. The lab runs its own, one
+  # per switch namespace, and a daemon in the machine's own namespace is not ours to run: stop it,
+  # but only when this script installed bird2 (an operator's own BIRD is left alone).
+  if printf '%s\n' "${missing[@]}" | grep -qx bird2 && [ -d /run/systemd/system ]; then
+    systemctl disable --now bird.service >/dev/null 2>&1 || true
+  fi
 fi
 
 # The VM lab's guest kernel (Debian's linux-image-6.12.*+deb12-amd64-unsigned) and its initramfs,

@@ -56,17 +56,41 @@ Status addSwitchNamespace(sys::CommandRunner& runner, const std::string& sw, IpE
   return Status::ok();
 }
 
+std::vector<std::vector<std::string>> switchBridgeCommands(const std::string& sw) {
+  return {{"-n", sw, "link", "set", "lo", "up"},
+          {"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0",
+           "mcast_snooping", "0"},
+          {"-n", sw, "link", "set", "br0", "up"}};
+}
+
 Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules) {
-  FC_RETURN_IF_ERROR(runIp(runner, {"-n", sw, "link", "set", "lo", "up"}, rules));
-  FC_RETURN_IF_ERROR(runIp(runner,
-                           {"-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-                            "forward_delay", "0", "mcast_snooping", "0"},
-                           rules));
-  return runIp(runner, {"-n", sw, "link", "set", "br0", "up"}, rules);
+  for (const auto& command : switchBridgeCommands(sw)) {
+    FC_RETURN_IF_ERROR(runIp(runner, command, rules));
+  }
+  return Status::ok();
 }
 
 std::string fabricFilePath(const std::string& state_dir, const std::string& name) {
   return state_dir + "/fabrics/" + name + ".json";
+}
+
+std::optional<nlohmann::json> readFabricFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return std::nullopt;
+  return doc;
+}
+
+std::optional<std::vector<std::string>> namespacesInFabricFile(const std::string& path) {
+  const std::optional<nlohmann::json> doc = readFabricFile(path);
+  if (!doc) return std::nullopt;
+  auto fabric = scenarios::fabricFromJson(*doc);
+  if (!fabric.isOk()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& sw : fabric->switches) names.push_back(sw.netns);
+  for (const auto& host : fabric->hosts) names.push_back(host.netns);
+  return names;
 }
 
 int hostsInFabricFile(const std::string& path, int fallback) {

@@ -4,6 +4,7 @@
 // the fabric file at <state_dir>/fabrics/<name>.json (written atomically: tmp + rename).
 // Stateless free functions; thread-safe as far as the CommandRunner passed in is.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,12 +36,22 @@ core::Result<std::vector<std::string>> namespacesWithPrefix(sys::CommandRunner& 
 core::Status addSwitchNamespace(sys::CommandRunner& runner, const std::string& sw,
                                 IpErrorRules rules);
 
+// The `ip` commands (arguments after "ip") of addSwitchBridge, for labs that plan their commands.
+std::vector<std::vector<std::string>> switchBridgeCommands(const std::string& sw);
+
 // Inside the switch namespace: lo up and bridge br0 up. STP off and forward_delay 0: a port that
 // comes back up forwards at once, so recovery time measures the fabric and the workload, not the
 // bridge's listening/learning states.
 core::Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules);
 
 std::string fabricFilePath(const std::string& state_dir, const std::string& name);
+
+// The fabric file at `path` as JSON; nullopt when it is missing or not JSON.
+std::optional<nlohmann::json> readFabricFile(const std::string& path);
+
+// Every namespace (switches', then hosts') the fabric file at `path` names; nullopt when it is
+// missing or not a fabric.
+std::optional<std::vector<std::string>> namespacesInFabricFile(const std::string& path);
 
 // The number of hosts the fabric file at `path` describes, or `fallback` when it cannot say.
 int hostsInFabricFile(const std::string& path, int fallback);

@@ -2,10 +2,17 @@
 
 #include <unistd.h>
 
+#include <charconv>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "injectors/sys/netns.h"
+#include "injectors/sys/process.h"
 #include "lab/lab_common.h"
+#include "lab/leaf_spine_routing.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -20,9 +27,26 @@ constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPe
                                      {"not supported", StatusCode::kNotSupported},
                                      {"Unknown device type", StatusCode::kNotSupported}};
 
+// "4 hosts on switch sw0", "2 leaves, 2 spines, 4 hosts".
+std::string summary(const scenarios::Fabric& fabric) {
+  if (fabric.switch_links.empty()) {
+    return std::to_string(fabric.hosts.size()) + " hosts on switch " +
+           (fabric.switches.empty() ? std::string("-") : fabric.switches.front().name);
+  }
+  int leaves = 0;
+  for (const auto& sw : fabric.switches)
+    leaves += sw.labels.count("role") && sw.labels.at("role") == "leaf";
+  return std::to_string(leaves) + " leaves, " +
+         std::to_string(static_cast<int>(fabric.switches.size()) - leaves) + " spines, " +
+         std::to_string(fabric.hosts.size()) + " hosts";
+}
+
 }  // namespace
 
 scenarios::Fabric describeLab(const LabOptions& options) {
+  if (options.topology == LabTopology::kLeafSpine) {
+    return describeLeafSpine(options.name, options.prefix, options.leaf_spine);
+  }
   scenarios::Fabric fabric;
   fabric.name = options.name;
   fabric.kind = "netns";
@@ -49,13 +73,16 @@ scenarios::Fabric describeLab(const LabOptions& options) {
 }
 
 std::vector<std::string> labNamespaces(const LabOptions& options) {
-  std::vector<std::string> names{switchNs(options)};
-  for (int i = 0; i < options.hosts; ++i) names.push_back(hostNs(options, i));
+  const scenarios::Fabric fabric = describeLab(options);
+  std::vector<std::string> names;
+  for (const auto& sw : fabric.switches) names.push_back(sw.netns);
+  for (const auto& host : fabric.hosts) names.push_back(host.netns);
   return names;
 }
 
-NetnsLab::NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, LabOptions options)
-    : runner_(runner), offloads_(offloads), options_(std::move(options)) {}
+NetnsLab::NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, sys::NetnsSysctls& sysctls,
+                   LabOptions options)
+    : runner_(runner), offloads_(offloads), sysctls_(sysctls), options_(std::move(options)) {}
 
 std::string NetnsLab::fabricFile() const {
   return fabricFilePath(options_.state_dir, options_.name);
@@ -74,10 +101,10 @@ core::Result<LabStatus> NetnsLab::status() {
   if (!present.isOk()) return present.status();
   LabStatus st;
   st.fabric_file = fabricFile();
-  // The lab on disk knows its own size; `lab status` need not be told --hosts again.
-  LabOptions expected = options_;
-  expected.hosts = hostsInFabricFile(st.fabric_file, options_.hosts);
-  for (const auto& ns : labNamespaces(expected)) {
+  // The lab on disk knows its own shape; `lab status` need not be told it again.
+  const std::vector<std::string> expected =
+      namespacesInFabricFile(st.fabric_file).value_or(labNamespaces(options_));
+  for (const auto& ns : expected) {
     bool found = false;
     for (const auto& p : *present) found = found || p == ns;
     (found ? st.present_namespaces : st.missing_namespaces).push_back(ns);
@@ -95,18 +122,21 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     return Status(StatusCode::kNotSupported,
                   "this kernel has no network namespace support (/proc/self/ns/net is missing)");
   }
-  if (options_.hosts < 2 || options_.hosts > 64) {
+  if (options_.topology == LabTopology::kStar && (options_.hosts < 2 || options_.hosts > 64)) {
     return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 64");
+  }
+  if (options_.topology == LabTopology::kLeafSpine) {
+    FC_RETURN_IF_ERROR(checkLeafSpineShape(options_.leaf_spine));
   }
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeLab(options_);
-  if (current->up) {
-    // Same size and every namespace there: nothing to do. Another size is a different lab.
+  if (current->up && readFabricFile(fabricFile()) == scenarios::toJson(fabric)) {
+    // The same description and every namespace there: nothing to do. Another size or topology
+    // is a different lab.
     auto present = listOwnNamespaces();
     if (present.isOk() && present->size() == labNamespaces(options_).size()) {
-      progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
-               " hosts");
+      progress("lab " + options_.name + " is already up (" + summary(fabric) + ")");
       // A lab made by an older version may still have offloads on.
       FC_RETURN_IF_ERROR(disableOffloads(progress));
       return fabric;
@@ -116,31 +146,9 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     progress("removing a partial or different lab first");
     FC_RETURN_IF_ERROR(down([](const std::string&) {}));
   }
-
-  const std::string sw = switchNs(options_);
-  progress("creating switch namespace " + sw + " with bridge br0");
-  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
   auto build = [&]() -> Status {
-    FC_RETURN_IF_ERROR(addSwitchBridge(runner_, sw, kIpErrors));
-    for (int i = 0; i < options_.hosts; ++i) {
-      const auto& host = fabric.hosts[static_cast<size_t>(i)];
-      const std::string port = "p" + std::to_string(i);
-      progress("cabling host " + host.name + " (" + host.netns + ", " + host.nics[0].address +
-               ") to sw0:" + port);
-      FC_RETURN_IF_ERROR(ip({"netns", "add", host.netns}));
-      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "lo", "up"}));
-      // Both ends are created directly inside their namespaces, and the command itself runs in
-      // the host's: nothing ever appears in the initial namespace, so no name can clash with the
-      // machine's own interfaces (Debian's 6.12 kernel checks "eth0" against the namespace the
-      // request comes from, so `ip link add eth0 netns ...` fails on a machine with an eth0).
-      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "add", "eth0", "type", "veth", "peer",
-                             "name", port, "netns", sw}));
-      FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "master", "br0"}));
-      FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "up"}));
-      FC_RETURN_IF_ERROR(
-          ip({"-n", host.netns, "addr", "add", host.nics[0].address + "/24", "dev", "eth0"}));
-      FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "eth0", "up"}));
-    }
+    FC_RETURN_IF_ERROR(options_.topology == LabTopology::kLeafSpine ? buildLeafSpine(progress)
+                                                                    : buildStar(fabric, progress));
     FC_RETURN_IF_ERROR(disableOffloads(progress));
     return writeFabricFile(options_.state_dir, options_.name, fabric);
   };
@@ -149,9 +157,150 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     (void)down([](const std::string&) {});
     return s;
   }
-  progress("lab " + options_.name + " is up: " + std::to_string(options_.hosts) +
-           " hosts on switch sw0 (" + fabricFile() + ")");
+  progress("lab " + options_.name + " is up: " + summary(fabric) + " (" + fabricFile() + ")");
   return fabric;
+}
+
+Status NetnsLab::buildStar(const scenarios::Fabric& fabric, const Progress& progress) {
+  const std::string sw = switchNs(options_);
+  progress("creating switch namespace " + sw + " with bridge br0");
+  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
+  FC_RETURN_IF_ERROR(addSwitchBridge(runner_, sw, kIpErrors));
+  for (int i = 0; i < options_.hosts; ++i) {
+    const auto& host = fabric.hosts[static_cast<size_t>(i)];
+    const std::string port = "p" + std::to_string(i);
+    progress("cabling host " + host.name + " (" + host.netns + ", " + host.nics[0].address +
+             ") to sw0:" + port);
+    FC_RETURN_IF_ERROR(ip({"netns", "add", host.netns}));
+    FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "lo", "up"}));
+    // Both ends are created directly inside their namespaces, and the command itself runs in
+    // the host's: nothing ever appears in the initial namespace, so no name can clash with the
+    // machine's own interfaces (Debian's 6.12 kernel checks "eth0" against the namespace the
+    // request comes from, so `ip link add eth0 netns ...` fails on a machine with an eth0).
+    FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "add", "eth0", "type", "veth", "peer", "name",
+                           port, "netns", sw}));
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "master", "br0"}));
+    FC_RETURN_IF_ERROR(ip({"-n", sw, "link", "set", port, "up"}));
+    FC_RETURN_IF_ERROR(
+        ip({"-n", host.netns, "addr", "add", host.nics[0].address + "/24", "dev", "eth0"}));
+    FC_RETURN_IF_ERROR(ip({"-n", host.netns, "link", "set", "eth0", "up"}));
+  }
+  return Status::ok();
+}
+
+Status NetnsLab::buildLeafSpine(const Progress& progress) {
+  const LeafSpineShape& shape = options_.leaf_spine;
+  const LeafSpineBuild build = leafSpineBuild(options_.prefix, shape);
+  progress("creating " + std::to_string(build.namespaces.size()) +
+           " namespaces: " + std::to_string(shape.leaves) + " leaves, " +
+           std::to_string(shape.spines) + " spines and their hosts");
+  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, build.namespaces.front(), kIpErrors));
+  for (size_t i = 1; i < build.namespaces.size(); ++i) {
+    FC_RETURN_IF_ERROR(ip({"netns", "add", build.namespaces[i]}));
+  }
+  progress("setting forwarding, ECMP hashing (five-tuple) and link-down detection on the switches");
+  for (const NetnsSysctl& setting : build.sysctls) {
+    FC_RETURN_IF_ERROR(sysctls_.set(setting.netns, setting.key, setting.value));
+  }
+  progress("cabling, addressing and routing (" + std::to_string(build.ip_commands.size()) +
+           " ip commands)");
+  for (const auto& command : build.ip_commands) FC_RETURN_IF_ERROR(ip(command));
+  return startRouting(progress);
+}
+
+std::string NetnsLab::routingDir() const { return options_.state_dir + "/lab/" + options_.name; }
+
+Status NetnsLab::startRouting(const Progress& progress) {
+  auto version = runner_.run({"bird", "--version"});
+  if (!version.isOk()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the leaf-spine lab runs BGP with BIRD 2 on its switches, and `bird` cannot be "
+                  "started here (" +
+                      version.status().message() +
+                      "); install Debian's bird2 package (deploy/install-deps.sh does)");
+  }
+  const std::string dir = routingDir();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(StatusCode::kInternal, "cannot create " + dir + ": " + ec.message());
+  const std::vector<SwitchRouting> routing =
+      leafSpineRouting(options_.prefix, options_.leaf_spine, dir);
+  progress("starting BGP (BIRD) on " + std::to_string(routing.size()) + " switches");
+  for (const SwitchRouting& sw : routing) {
+    {
+      std::ofstream out(sw.config_path);
+      out << sw.config;
+      if (!out) return Status(StatusCode::kInternal, "cannot write " + sw.config_path);
+    }
+    // bird daemonises once its configuration is read, so a bad one fails here with its reason.
+    auto started = runner_.run({"ip", "netns", "exec", sw.netns, "bird", "-c", sw.config_path, "-s",
+                                sw.socket_path, "-P", sw.pid_path});
+    if (!started.isOk()) return started.status().withContext("starting BIRD on " + sw.netns);
+    if (started->exit_code != 0) {
+      return Status(StatusCode::kInternal, "BIRD did not start on " + sw.netns + " (exit " +
+                                               std::to_string(started->exit_code) +
+                                               "): " + started->err + started->out);
+    }
+  }
+  return waitForConvergence(progress);
+}
+
+Status NetnsLab::waitForConvergence(const Progress& progress) {
+  const std::vector<LeafRoutes> expected = expectedLeafRoutes(options_.prefix, options_.leaf_spine);
+  // Sessions come up within about a second; 30 s leaves room for a loaded machine.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto started = std::chrono::steady_clock::now();
+  std::string waiting_for;
+  while (true) {
+    waiting_for.clear();
+    for (const LeafRoutes& leaf : expected) {
+      auto routes = runner_.run({"ip", "-n", leaf.netns, "-j", "route", "show", "proto", "bird"});
+      const nlohmann::json doc =
+          routes.isOk() && routes->exit_code == 0
+              ? nlohmann::json::parse(routes->out, nullptr, /*allow_exceptions=*/false)
+              : nlohmann::json();
+      for (const std::string& subnet : unconvergedSubnets(leaf, doc)) {
+        waiting_for += (waiting_for.empty() ? "" : ", ") + leaf.netns + " -> " + subnet;
+      }
+    }
+    if (waiting_for.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status(StatusCode::kUnavailable,
+                    "BGP did not converge within 30 s; still missing (or short of "
+                    "paths): " +
+                        waiting_for + "; see the BIRD logs in " + routingDir());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count();
+  progress("BGP converged in " + std::to_string(ms) +
+           " ms: every leaf reaches every other leaf's "
+           "hosts through all " +
+           std::to_string(options_.leaf_spine.spines) + " spines");
+  return Status::ok();
+}
+
+Status NetnsLab::stopProcessesIn(const std::string& netns, const Progress& progress) {
+  auto pids = runner_.run({"ip", "netns", "pids", netns});
+  if (!pids.isOk()) return pids.status();
+  std::istringstream lines(pids->out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int pid = 0;
+    if (std::from_chars(line.data(), line.data() + line.size(), pid).ec != std::errc() ||
+        pid <= 0) {
+      continue;
+    }
+    // The routing daemons, and anything else left running inside the lab.
+    progress("stopping process " + std::to_string(pid) + " in " + netns);
+    if (!sys::terminateProcess(pid, 2000)) {
+      return Status(StatusCode::kInternal,
+                    "process " + std::to_string(pid) + " in " + netns + " did not exit");
+    }
+  }
+  return Status::ok();
 }
 
 // Without this a veth hands the qdisc or nftables hook of a fault one GSO super-packet of up to
@@ -160,32 +309,31 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
 // the receiver's GRO rebuilds them.
 Status NetnsLab::disableOffloads(const Progress& progress) {
   const scenarios::Fabric fabric = describeLab(options_);
-  const std::string sw = switchNs(options_);
-  int nics = 0;
-  for (int i = 0; i < options_.hosts; ++i) {
-    const auto& host = fabric.hosts[static_cast<size_t>(i)];
-    for (const auto& [netns, ifname] :
-         {std::pair<std::string, std::string>{host.netns, "eth0"},
-          std::pair<std::string, std::string>{sw, "p" + std::to_string(i)}}) {
-      auto change = offloads_.disableSegmentation(netns, ifname);
-      if (!change.isOk()) {
-        return change.status().withContext("cannot turn segmentation offloads off on " + netns +
-                                           "/" + ifname);
+  std::vector<std::pair<std::string, std::string>> nics;  // netns, ifname
+  for (const auto& host : fabric.hosts) {
+    for (const auto& nic : host.nics) nics.emplace_back(host.netns, nic.name);
+  }
+  for (const auto& sw : fabric.switches) {
+    for (const auto& port : sw.ports) nics.emplace_back(sw.netns, port);
+  }
+  for (const auto& [netns, ifname] : nics) {
+    auto change = offloads_.disableSegmentation(netns, ifname);
+    if (!change.isOk()) {
+      return change.status().withContext("cannot turn segmentation offloads off on " + netns + "/" +
+                                         ifname);
+    }
+    if (!change->still_on.empty()) {
+      std::string stuck;
+      for (const auto& [feature, why] : change->still_on) {
+        stuck += (stuck.empty() ? "" : ", ") + feature + " (" + why + ")";
       }
-      if (!change->still_on.empty()) {
-        std::string stuck;
-        for (const auto& [feature, why] : change->still_on) {
-          stuck += (stuck.empty() ? "" : ", ") + feature + " (" + why + ")";
-        }
-        return Status(StatusCode::kFailedPrecondition,
-                      "cannot turn segmentation offloads off on " + netns + "/" + ifname + ": " +
-                          stuck + " stayed on, so a loss fault would drop super-packets");
-      }
-      ++nics;
+      return Status(StatusCode::kFailedPrecondition,
+                    "cannot turn segmentation offloads off on " + netns + "/" + ifname + ": " +
+                        stuck + " stayed on, so a loss fault would drop super-packets");
     }
   }
-  progress("segmentation offloads (TSO, GSO, GRO, ...) are off on all " + std::to_string(nics) +
-           " lab NICs");
+  progress("segmentation offloads (TSO, GSO, GRO, ...) are off on all " +
+           std::to_string(nics.size()) + " lab NICs and switch ports");
   return Status::ok();
 }
 
@@ -195,12 +343,17 @@ Status NetnsLab::down(const Progress& progress) {
   sys::releasePooledNetnsSockets();  // or the namespaces would outlive their deletion
   Status first_error;
   for (const auto& ns : *present) {
+    // A process still inside would keep running, unreachable, after its namespace is gone.
+    if (Status s = stopProcessesIn(ns, progress); !s.isOk() && first_error.isOk()) first_error = s;
+  }
+  for (const auto& ns : *present) {
     progress("removing namespace " + ns);
     // Deleting a namespace destroys its veth ends (and so their peers), qdiscs and nft tables.
     if (Status s = ip({"netns", "del", ns}); !s.isOk() && first_error.isOk()) first_error = s;
   }
   std::error_code ec;
   std::filesystem::remove(fabricFile(), ec);
+  std::filesystem::remove_all(routingDir(), ec);
   if (first_error.isOk()) progress("lab " + options_.name + " is down");
   return first_error;
 }

@@ -1,10 +1,12 @@
 #pragma once
-// The namespace lab: a test fabric on one Linux machine. Each host is a network namespace with
-// one veth "NIC" (eth0) cabled to a port of a bridge in a "switch" namespace. Everything it makes
-// lives inside namespaces named <prefix>-*, so `down` removes every link, qdisc and nft table with
-// them. Lab NICs have segmentation offloads off (one skb = one wire packet). up and down are
-// idempotent. The fabric description is written to <state_dir>/fabrics/<name>.json, where `serve`
-// finds it. Not thread-safe: one caller at a time.
+// The namespace lab: a test fabric on one Linux machine, in one of two topologies.
+// - star (the default, the quick demo): each host is a network namespace with one veth "NIC"
+//   (eth0) cabled to a port of a bridge in one "switch" namespace;
+// - leaf-spine: routed leaves and spines with ECMP, optionally rail-optimised (lab/leaf_spine.h).
+// Everything it makes lives inside namespaces named <prefix>-*, so `down` removes every link,
+// qdisc and nft table with them. Lab NICs and switch ports have segmentation offloads off (one
+// skb = one wire packet). up and down are idempotent. The fabric description is written to
+// <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one caller at a time.
 
 #include <functional>
 #include <string>
@@ -13,16 +15,22 @@
 #include "core/status.h"
 #include "injectors/sys/command.h"
 #include "injectors/sys/offloads.h"
+#include "injectors/sys/sysctl.h"
+#include "lab/leaf_spine.h"
 #include "scenarios/topology.h"
 
 namespace fabric_chaos::lab {
 
+enum class LabTopology { kStar, kLeafSpine };
+
 struct LabOptions {
-  int hosts = 4;
+  LabTopology topology = LabTopology::kStar;
+  int hosts = 4;  // star only
   std::string name = "netns-lab";
   std::string prefix = "fcl";       // namespace names: fcl-sw0, fcl-h0, fcl-h1...
   std::string subnet = "10.200.0";  // host i gets <subnet>.(i+1)/24, inside its namespace only
-  int hosts_per_rack = 2;           // rack labels r0, r1... for selectors
+  int hosts_per_rack = 2;           // star: rack labels r0, r1... for selectors
+  LeafSpineShape leaf_spine;        // leaf-spine only
   std::string state_dir = "/run/fabric-chaos";
 };
 
@@ -43,13 +51,15 @@ class NetnsLab {
  public:
   using Progress = std::function<void(const std::string& line)>;
 
-  // offloads: every lab NIC (each host's eth0 and its switch port) gets its segmentation offloads
-  // (TSO/GSO/GRO and kin, see sys::isSegmentationOffload) turned off, so that a packet a fault
-  // sees is one packet on the wire.
-  NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, LabOptions options);
+  // offloads: every lab NIC and switch port gets its segmentation offloads (TSO/GSO/GRO and kin,
+  // see sys::isSegmentationOffload) turned off, so that a packet a fault sees is one packet on
+  // the wire. sysctls: the leaf-spine's forwarding, hashing and link-down settings.
+  NetnsLab(sys::CommandRunner& runner, sys::Offloads& offloads, sys::NetnsSysctls& sysctls,
+           LabOptions options);
 
-  // Checks root and namespace support first, each failure one clear sentence. A lab that is
-  // already up with the same size is left as it is; a partial one is removed and rebuilt.
+  // Checks root, namespace support and the options first, each failure one clear sentence. A lab
+  // that is already up with the same description is left as it is; a partial or different one
+  // (another size or topology) is removed and rebuilt.
   core::Result<scenarios::Fabric> up(const Progress& progress);
   // Removes every namespace with the lab's prefix and the fabric file. OK when nothing is there.
   core::Status down(const Progress& progress);
@@ -63,9 +73,19 @@ class NetnsLab {
  private:
   core::Status ip(const std::vector<std::string>& args);
   core::Result<std::vector<std::string>> listOwnNamespaces();
+  core::Status buildStar(const scenarios::Fabric& fabric, const Progress& progress);
+  core::Status buildLeafSpine(const Progress& progress);
+  // BGP on every switch (lab/leaf_spine_routing.h), then waits until every leaf has every path.
+  core::Status startRouting(const Progress& progress);
+  core::Status waitForConvergence(const Progress& progress);
+  // Where the routing daemons' configurations, sockets, pid files and logs live.
+  std::string routingDir() const;
+  // Ends every process inside the namespace (`ip netns pids`).
+  core::Status stopProcessesIn(const std::string& netns, const Progress& progress);
 
   sys::CommandRunner& runner_;
   sys::Offloads& offloads_;
+  sys::NetnsSysctls& sysctls_;
   LabOptions options_;
 };
 

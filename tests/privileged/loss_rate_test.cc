@@ -219,7 +219,7 @@ class LossRateTest : public ::testing::Test {
     options.prefix = kPrefix;
     options.name = "loss-rate-lab";
     options.state_dir = dir_ + "/state";
-    lab_ = std::make_unique<lab::NetnsLab>(*runner_, *offloads_, options);
+    lab_ = std::make_unique<lab::NetnsLab>(*runner_, *offloads_, *sysctls_, options);
     auto fabric = lab_->up([this](const std::string& line) { progress_ += line + "\n"; });
     ASSERT_TRUE(fabric.isOk()) << fabric.status().toString() << "\n" << progress_;
     // Warm up ARP so that the measured pings are the only packets.
@@ -307,6 +307,7 @@ class LossRateTest : public ::testing::Test {
   std::string progress_;
   std::unique_ptr<sys::CommandRunner> runner_ = sys::makeCommandRunner();
   std::unique_ptr<sys::Offloads> offloads_ = sys::makeEthtoolOffloads();
+  std::unique_ptr<sys::NetnsSysctls> sysctls_ = sys::makeProcSysctls();
   std::unique_ptr<sys::LinkControl> links_ = sys::makeNetlinkLinkControl();
   std::unique_ptr<sys::Nftables> nft_ = sys::makeLibNftables();
   std::unique_ptr<sys::Qdiscs> qdiscs_ = sys::makeNetlinkQdiscs();
