@@ -16,7 +16,8 @@ constexpr const char* kSessionTimers =
     "  connect delay time 1;\n"
     "  connect retry time 1;\n"
     "  error wait time 1, 5;\n"
-    "  check link on;\n";
+    "  check link on;\n"
+    "  bfd on;\n";
 
 std::string header(const std::string& log_path, const std::string& router_id) {
   std::ostringstream out;
@@ -28,6 +29,15 @@ std::string header(const std::string& log_path, const std::string& router_id) {
       << "protocol kernel {\n"
       << "  ipv4 { import none; export where source = RTS_BGP; };\n"
       << "  merge paths on limit 16;\n"
+      << "}\n"
+      // A peer that goes silent while its link stays up (a grey failure) is given up after
+      // 3 x 100 ms, as production fabrics configure BFD, not after BGP's 3 s hold time.
+      << "protocol bfd {\n"
+      << "  interface \"*\" {\n"
+      << "    min rx interval 100 ms;\n"
+      << "    min tx interval 100 ms;\n"
+      << "    multiplier 3;\n"
+      << "  };\n"
       << "}\n";
   return out.str();
 }

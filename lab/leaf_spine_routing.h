@@ -8,8 +8,9 @@
 // attracting A's traffic from every other leaf and drop it (nothing tells them), and the kernel
 // deletes a static route for good when its interface is set down. BGP withdraws the route and
 // puts it back, which is what a fabric does and what a fault test must measure.
-// Timers: a link that goes down ends its session at once (check link), a silent peer after the
-// 3 s hold time; a session is retried every second.
+// Timers: a link that goes down ends its session at once (check link), a silent peer (a grey
+// failure: the link up, its packets lost) after 3 x 100 ms of missing BFD, else after the 3 s
+// hold time; a session is retried every second.
 // Pure: configurations and the convergence check, so that both are table-tested.
 
 #include <nlohmann/json.hpp>

@@ -38,6 +38,9 @@ TEST(LeafSpineRoutingTest, OneBirdPerSwitchWithEbgpOnEveryLinkAndEcmp) {
   EXPECT_TRUE(contains(leaf2, "merge paths on")) << "ECMP in the kernel";
   EXPECT_TRUE(contains(leaf2, "check link on;")) << "a link that goes down ends its session";
   EXPECT_TRUE(contains(leaf2, "hold time 3;"));
+  EXPECT_TRUE(contains(leaf2, "bfd on;")) << "a silent peer is given up in 300 ms";
+  EXPECT_TRUE(contains(leaf2, "multiplier 3;"));
+  EXPECT_TRUE(contains(leaf2, "min rx interval 100 ms;"));
   EXPECT_TRUE(contains(leaf2, "connect retry time 1;"));
 
   const std::string& spine1 = routing[4].config;
