@@ -2,7 +2,8 @@
 // --with-lab 2` and the built dashboard (web/dist). One run is started from the UI and watched live,
 // a second and third through the API for the compare view and the viewer check. The Faults page
 // (issue 9) is checked with a fault left behind by a finished run (reverted with "Revert now", the
-// kernel and the journal as witnesses) and with a running run's fault (offered as an abort).
+// kernel and the journal as witnesses) and with a running run's fault (offered as an abort). The
+// Fabrics page (issue 10 §0) lists the star lab and draws and tables its switch, hosts and links.
 // Screenshots go to $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites
 // (root, chromium, sqlite3, web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
 // Run by ctest (tests/browser/CMakeLists.txt) with FC_BINARY and FC_SOURCE_DIR set.
@@ -446,6 +447,100 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await login(ctx.adminToken);
     assert.equal((await page.textContent(tid('role'))).trim(), 'admin');
     await checkPage('runs-empty');
+  });
+
+  step('fabrics page: the star lab listed, its switch, hosts and links drawn and tabled', async () => {
+    const { page } = ctx;
+    // What `serve --with-lab 2` registers (docs/lab.md, "star"), as the API has it.
+    const fabric = await api('GET', `/v1/fabrics/${ctx.fabric}`);
+    assert.equal(fabric.name, 'netns-lab');
+    assert.deepEqual(fabric.switches.map((s) => s.name), ['sw0']);
+    assert.deepEqual(fabric.hosts.map((h) => h.name), ['h0', 'h1']);
+    assert.deepEqual(fabric.links.map((l) => l.id), ['h0-sw0', 'h1-sw0']);
+
+    await page.click('nav a[data-nav="fabrics"]');
+    const row = page.locator(`${tid('fabric-row')}[data-name="${ctx.fabric}"]`);
+    await row.waitFor();
+    assert.equal(await page.locator(tid('fabric-row')).count(), 1);
+    const cell = async (id) => (await row.locator(tid(id)).textContent()).trim();
+    assert.deepEqual([await cell('fabric-row-kind'), await cell('fabric-row-shape'), await cell('fabric-row-hosts'),
+      await cell('fabric-row-switches'), await cell('fabric-row-links'), await cell('fabric-row-switch-links')],
+    [fabric.kind, 'star', '2', '1', '2', '0']);
+    assert.ok(await page.locator('nav a[data-nav="fabrics"].active').count(), 'the nav does not mark Fabrics active');
+    await checkPage('fabrics');
+
+    await row.locator(tid('fabric-link')).click();
+    await page.waitForSelector(tid('topology-svg'));
+    assert.match(page.url(), /#\/fabrics\/netns-lab$/);
+    assert.equal((await page.textContent(tid('fabric-shape'))).trim(), 'star');
+
+    // The drawing: sw0 in the upper row, h0 and h1 below it, one line per link from the switch's
+    // bottom edge to the host's top edge; tooltips with netns and ports.
+    const drawn = await page.evaluate(() => {
+      const box = (n) => { const r = n.getBoundingClientRect(); return { left: r.left, right: r.right, top: r.top, bottom: r.bottom }; };
+      const nodes = [...document.querySelectorAll('[data-testid="topology-node"]')].map((n) => ({
+        name: n.dataset.name, kind: n.dataset.nodeKind, text: n.textContent, title: n.querySelector('title').textContent,
+        box: box(n.querySelector('rect')),
+      }));
+      const links = [...document.querySelectorAll('[data-testid="topology-link"]')].map((g) => {
+        const line = g.querySelector('.topo-line');
+        const m = line.getScreenCTM();
+        const at = (x, y) => ({ x: m.a * x + m.c * y + m.e, y: m.b * x + m.d * y + m.f });
+        return { id: g.dataset.linkId, kind: g.dataset.linkKind, title: g.querySelector('title').textContent,
+          from: at(line.x1.baseVal.value, line.y1.baseVal.value), to: at(line.x2.baseVal.value, line.y2.baseVal.value) };
+      });
+      return { nodes, links };
+    });
+    const node = (name) => drawn.nodes.find((n) => n.name === name);
+    assert.deepEqual(drawn.nodes.map((n) => `${n.kind}:${n.name}`).sort(), ['host:h0', 'host:h1', 'switch:sw0']);
+    for (const n of drawn.nodes) assert.ok(n.text.includes(n.name), `node ${n.name} is not labelled: ${n.text}`);
+    assert.match(node('sw0').title, /netns fcl-sw0/);
+    assert.match(node('sw0').title, /ports p0 p1/);
+    assert.match(node('h0').title, /netns fcl-h0/);
+    for (const h of ['h0', 'h1']) assert.ok(node(h).box.top > node('sw0').box.bottom + 20, `${h} is not below sw0`);
+    assert.ok(node('h0').box.right < node('h1').box.left, 'h0 and h1 overlap');
+    assert.deepEqual(drawn.links.map((l) => l.id).sort(), ['h0-sw0', 'h1-sw0']);
+    for (const l of drawn.links) {
+      const [sw, host] = [node('sw0').box, node(l.id.split('-')[0]).box];
+      assert.equal(l.kind, 'host');
+      assert.ok(Math.abs(l.from.y - sw.bottom) < 3 && l.from.x > sw.left && l.from.x < sw.right,
+        `link ${l.id} does not start at sw0's bottom edge: ${JSON.stringify(l.from)} vs ${JSON.stringify(sw)}`);
+      assert.ok(Math.abs(l.to.y - host.top) < 3 && l.to.x > host.left && l.to.x < host.right,
+        `link ${l.id} does not end at its host's top edge: ${JSON.stringify(l.to)} vs ${JSON.stringify(host)}`);
+      assert.match(l.title, new RegExp(`select \\{"link": "${l.id}"\\}`));
+    }
+
+    // The tables, against the API's description.
+    assert.equal(await page.locator(tid('switch-row')).count(), 1);
+    const swRow = page.locator(`${tid('switch-row')}[data-name="sw0"]`);
+    assert.match(await swRow.textContent(), /fcl-sw0/);
+    assert.equal((await swRow.locator(tid('switch-ports')).textContent()).trim(), fabric.switches[0].ports.join(' '));
+    assert.equal(await page.locator(tid('host-row')).count(), 2);
+    for (const h of fabric.hosts) {
+      const hostRow = page.locator(`${tid('host-row')}[data-name="${h.name}"]`);
+      const nics = await hostRow.locator(tid('host-nics')).textContent();
+      for (const nic of h.nics) assert.ok(nics.includes(`${nic.name} ${nic.address}`), `${h.name} NICs: ${nics}`);
+      assert.equal((await hostRow.locator(tid('host-agent-state')).textContent()).trim(),
+        h.agent.reachable ? 'reachable' : 'unreachable', `${h.name}'s agent: ${JSON.stringify(h.agent)}`);
+    }
+    assert.equal(await page.locator(tid('link-row')).count(), 2);
+    for (const l of fabric.links) {
+      const linkRow = page.locator(`${tid('link-row')}[data-link-id="${l.id}"]`);
+      assert.match(await linkRow.textContent(), new RegExp(`${l.host} ${l.nic}.*${l.switch} ${l.port}`));
+      assert.equal((await linkRow.locator(tid('link-selector')).textContent()).trim(), `{"link": "${l.id}"}`);
+    }
+    assert.equal(await page.locator(tid('switch-links-table')).count(), 0, 'a star fabric has no switch links table');
+
+    // A click on h1's line selects that link: line and row highlighted, its selectors shown.
+    const hit = await page.locator(`${tid('topology-link')}[data-link-id="h1-sw0"] .topo-hit`).boundingBox();
+    await page.mouse.click(hit.x + hit.width / 2, hit.y + hit.height / 2);
+    await page.waitForSelector(`${tid('link-selection')}[data-link-id="h1-sw0"]`);
+    assert.deepEqual((await page.locator(tid('selection-selector')).allTextContents()).map((t) => t.trim()),
+      ['{"link": "h1-sw0"}', '{"link": "h1-sw0", "side": "host"}']);
+    assert.ok(await page.locator(`${tid('topology-link')}[data-link-id="h1-sw0"].selected`).count(), 'the line is not highlighted');
+    assert.ok(await page.locator(`${tid('link-row')}[data-link-id="h1-sw0"].selected`).count(), 'the row is not highlighted');
+    await checkPage('fabric-star');
+    await page.screenshot({ path: join(artifacts, 'fabric-star-full.png'), fullPage: true });
   });
 
   step('scenario library: the editor shows validation errors inline', async () => {

@@ -8,6 +8,7 @@ import { runView } from './views/run.js';
 import { scenariosView, scenarioView } from './views/scenarios.js';
 import { compareView } from './views/compare.js';
 import { faultsView } from './views/faults.js';
+import { fabricsView, fabricView } from './views/fabrics.js';
 
 const view = document.getElementById('view');
 let cleanup = null;
@@ -50,6 +51,8 @@ async function route() {
       else if (section === 'scenarios') done = await scenariosView(ctx);
       else if (section === 'compare') done = await compareView(ctx);
       else if (section === 'faults') done = await faultsView(ctx);
+      else if (section === 'fabrics' && parts[1]) done = await fabricView(ctx, parts[1]);
+      else if (section === 'fabrics') done = await fabricsView(ctx);
       else view.append(errorBox(`No page ${location.hash}`));
     }
   } catch (e) {
