@@ -7,6 +7,7 @@
 #include "core/command_line.h"
 #include "injectors/sys/command.h"
 #include "lab/netns_lab.h"
+#include "lab/port_model.h"
 #include "lab/vm_lab.h"
 
 namespace fabric_chaos::app {
@@ -39,6 +40,14 @@ Namespace lab topology (--kind netns):
   --rails R          leaf-spine: NICs per host, NIC r cabled to the rail-r leaf of its group
                      (default 1, 1..8); leaves L/R groups of R leaves
 
+Switch port model (--kind netns, either topology; without it ports run as fast as the CPU):
+  --link-rate R      every switch port sends at R (tc units: 100mbit, 1gbit, 25gbit)
+  --buffer B         drop-tail buffer per traffic class and port (tc units: 64k, 512k, 2m;
+                     default 256k)
+  --lossless-dscp D  DSCP values of the lossless/RDMA class, e.g. 26 or 26,24 (default 26);
+                     everything else is best effort. Each class gets half the rate, and all of it
+                     when the other is idle. See docs/lab.md, "Port model".
+
 VM lab only:
   --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
   --mem MB           memory per VM (default 768)
@@ -52,10 +61,10 @@ VM lab only:
 )";
 
 core::FlagRules labFlagRules() {
-  core::FlagRules rules{
-      {"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command", "guest-init",
-       "boot-timeout", "base-port", "topology", "leaves", "spines", "hosts-per-leaf", "rails"},
-      {"help", "no-agent"}};
+  core::FlagRules rules{{"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command",
+                         "guest-init", "boot-timeout", "base-port", "topology", "leaves", "spines",
+                         "hosts-per-leaf", "rails", "link-rate", "buffer", "lossless-dscp"},
+                        {"help", "no-agent"}};
   rules.positional = true;  // the action
   return rules;
 }
@@ -97,7 +106,8 @@ std::string defaultGuestInit(const std::string& binary) {
 }
 
 int vmLabMain(const Flags& flags, const std::string& action) {
-  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails"}) {
+  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails",
+                                 "link-rate", "buffer", "lossless-dscp"}) {
     if (flags.has(netns_only)) {
       std::fprintf(stderr,
                    "fabric-chaos lab: --%s is for the namespace lab (--kind netns); the VM lab's "
@@ -170,6 +180,33 @@ int vmLabMain(const Flags& flags, const std::string& action) {
   return status->up ? 0 : 3;
 }
 
+// --link-rate, --buffer and --lossless-dscp; nullopt without --link-rate.
+core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags& flags) {
+  const auto rate = flags.get("link-rate");
+  if (!rate) {
+    for (const char* needs_rate : {"buffer", "lossless-dscp"}) {
+      if (flags.has(needs_rate)) {
+        return core::Status(
+            core::StatusCode::kInvalidArgument,
+            std::string("--") + needs_rate + " models a port: give --link-rate too");
+      }
+    }
+    return std::optional<scenarios::EgressModel>();
+  }
+  scenarios::EgressModel model;
+  auto bps = lab::parseLinkRate(*rate);
+  if (!bps.isOk()) return bps.status();
+  model.rate_bps = *bps;
+  auto buffer = lab::parseBufferSize(flags.getOr("buffer", "256k"));
+  if (!buffer.isOk()) return buffer.status();
+  model.buffer_bytes = *buffer;
+  auto dscp = lab::parseDscpList(flags.getOr("lossless-dscp", "26"));
+  if (!dscp.isOk()) return dscp.status();
+  model.lossless_dscp = *dscp;
+  FC_RETURN_IF_ERROR(lab::checkEgressModel(model));
+  return std::optional<scenarios::EgressModel>(model);
+}
+
 int netnsLabMain(const Flags& flags, const std::string& action) {
   for (const char* vm_only : {"cache-dir", "mem", "agent-command", "no-agent", "guest-init",
                               "boot-timeout", "base-port"}) {
@@ -208,6 +245,12 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
     std::fprintf(stderr, "fabric-chaos lab: --topology must be star or leaf-spine, not \"%s\"\n",
                  topology.c_str());
     return 2;
+  }
+  if (auto egress = egressFromFlags(flags); !egress.isOk()) {
+    std::fprintf(stderr, "fabric-chaos lab: %s\n", egress.status().message().c_str());
+    return 2;
+  } else {
+    options.egress = *egress;
   }
   auto runner = sys::makeCommandRunner();
   auto offloads = sys::makeEthtoolOffloads();

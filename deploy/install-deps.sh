@@ -18,6 +18,8 @@ packages=(
   iproute2 nftables iputils-ping util-linux procps kmod ethtool tshark
   # BGP on the leaf-spine lab's switches: one BIRD per switch namespace (lab/leaf_spine_routing.h)
   bird2
+  # a third-party measurement of the lab's modelled ports (tests/privileged/port_model_e2e_test)
+  iperf3
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)

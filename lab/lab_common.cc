@@ -9,8 +9,12 @@ namespace fabric_chaos::lab {
 using core::Status;
 using core::StatusCode;
 
-Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args, IpErrorRules rules) {
-  std::vector<std::string> argv{"ip"};
+namespace {
+
+// One iproute2 tool (ip, tc) with its stderr mapped to a Status.
+Status runIproute2(sys::CommandRunner& runner, const std::string& tool,
+                   const std::vector<std::string>& args, IpErrorRules rules) {
+  std::vector<std::string> argv{tool};
   argv.insert(argv.end(), args.begin(), args.end());
   auto result = runner.run(argv);
   if (!result.isOk()) return result.status();
@@ -29,6 +33,16 @@ Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args, I
     return Status(code, "`" + sys::joinArgv(argv) + "` failed: " + err, result->exit_code);
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args, IpErrorRules rules) {
+  return runIproute2(runner, "ip", args, rules);
+}
+
+Status runTc(sys::CommandRunner& runner, const std::vector<std::string>& args, IpErrorRules rules) {
+  return runIproute2(runner, "tc", args, rules);
 }
 
 core::Result<std::vector<std::string>> namespacesWithPrefix(sys::CommandRunner& runner,

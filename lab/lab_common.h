@@ -27,6 +27,10 @@ using IpErrorRules = std::span<const IpErrorRule>;
 core::Status runIp(sys::CommandRunner& runner, const std::vector<std::string>& args,
                    IpErrorRules rules);
 
+// Runs `tc <args>`, with its failures reported as runIp's.
+core::Status runTc(sys::CommandRunner& runner, const std::vector<std::string>& args,
+                   IpErrorRules rules);
+
 // The names from `ip netns list` that start with `prefix`.
 core::Result<std::vector<std::string>> namespacesWithPrefix(sys::CommandRunner& runner,
                                                             const std::string& prefix);

@@ -13,6 +13,7 @@
 #include "injectors/sys/process.h"
 #include "lab/lab_common.h"
 #include "lab/leaf_spine_routing.h"
+#include "lab/port_model.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -43,7 +44,9 @@ std::string summary(const scenarios::Fabric& fabric) {
 
 }  // namespace
 
-scenarios::Fabric describeLab(const LabOptions& options) {
+namespace {
+
+scenarios::Fabric describeTopology(const LabOptions& options) {
   if (options.topology == LabTopology::kLeafSpine) {
     return describeLeafSpine(options.name, options.prefix, options.leaf_spine);
   }
@@ -69,6 +72,14 @@ scenarios::Fabric describeLab(const LabOptions& options) {
     fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port, {}});
   }
   fabric.switches.push_back(sw);
+  return fabric;
+}
+
+}  // namespace
+
+scenarios::Fabric describeLab(const LabOptions& options) {
+  scenarios::Fabric fabric = describeTopology(options);
+  for (auto& sw : fabric.switches) sw.egress = options.egress;
   return fabric;
 }
 
@@ -128,6 +139,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   if (options_.topology == LabTopology::kLeafSpine) {
     FC_RETURN_IF_ERROR(checkLeafSpineShape(options_.leaf_spine));
   }
+  if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeLab(options_);
@@ -150,6 +162,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     FC_RETURN_IF_ERROR(options_.topology == LabTopology::kLeafSpine ? buildLeafSpine(progress)
                                                                     : buildStar(fabric, progress));
     FC_RETURN_IF_ERROR(disableOffloads(progress));
+    FC_RETURN_IF_ERROR(applyEgress(fabric, progress));
     return writeFabricFile(options_.state_dir, options_.name, fabric);
   };
   if (Status s = build(); !s.isOk()) {
@@ -159,6 +172,22 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   }
   progress("lab " + options_.name + " is up: " + summary(fabric) + " (" + fabricFile() + ")");
   return fabric;
+}
+
+Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& progress) {
+  if (!options_.egress) return Status::ok();
+  int ports = 0;
+  for (const auto& sw : fabric.switches) {
+    for (const auto& port : sw.ports) {
+      for (const auto& command : egressCommands(sw.netns, port, *options_.egress)) {
+        FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
+      }
+      ++ports;
+    }
+  }
+  progress("modelled egress on all " + std::to_string(ports) +
+           " switch ports: " + describeEgress(*options_.egress));
+  return Status::ok();
 }
 
 Status NetnsLab::buildStar(const scenarios::Fabric& fabric, const Progress& progress) {

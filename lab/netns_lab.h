@@ -9,6 +9,7 @@
 // <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one caller at a time.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct LabOptions {
   std::string subnet = "10.200.0";  // host i gets <subnet>.(i+1)/24, inside its namespace only
   int hosts_per_rack = 2;           // star: rack labels r0, r1... for selectors
   LeafSpineShape leaf_spine;        // leaf-spine only
+  // Every switch port's modelled egress (lab/port_model.h); nullopt: ports as fast as the CPU.
+  std::optional<scenarios::EgressModel> egress;
   std::string state_dir = "/run/fabric-chaos";
 };
 
@@ -75,6 +78,8 @@ class NetnsLab {
   core::Result<std::vector<std::string>> listOwnNamespaces();
   core::Status buildStar(const scenarios::Fabric& fabric, const Progress& progress);
   core::Status buildLeafSpine(const Progress& progress);
+  // The egress model on every switch port of the fabric (lab/port_model.h).
+  core::Status applyEgress(const scenarios::Fabric& fabric, const Progress& progress);
   // BGP on every switch (lab/leaf_spine_routing.h), then waits until every leaf has every path.
   core::Status startRouting(const Progress& progress);
   core::Status waitForConvergence(const Progress& progress);

@@ -69,8 +69,38 @@ Status parseHost(const json& obj, const std::string& path, Host& host) {
   return parseLabels(obj, path, host.labels);
 }
 
+// A positive integer, all of it.
+Status readPositive(const json& obj, const std::string& path, std::string_view key, int64_t& out) {
+  const json* value = find(obj, key);
+  if (value == nullptr) return invalid(child(path, key), "required");
+  if (!value->is_number_integer() || value->get<int64_t>() <= 0) {
+    return invalid(child(path, key), "must be a positive integer");
+  }
+  out = value->get<int64_t>();
+  return Status::ok();
+}
+
+Status parseEgress(const json& obj, const std::string& path, EgressModel& egress) {
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"rate_bps", "buffer_bytes", "lossless_dscp"}));
+  FC_RETURN_IF_ERROR(readPositive(obj, path, "rate_bps", egress.rate_bps));
+  FC_RETURN_IF_ERROR(readPositive(obj, path, "buffer_bytes", egress.buffer_bytes));
+  if (const json* dscp = find(obj, "lossless_dscp")) {
+    const std::string dscp_path = child(path, "lossless_dscp");
+    if (!dscp->is_array()) return invalid(dscp_path, "must be an array of DSCP values (0-63)");
+    for (size_t i = 0; i < dscp->size(); ++i) {
+      const json& value = (*dscp)[i];
+      if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 63) {
+        return invalid(element(dscp_path, i), "must be a DSCP value (0-63)");
+      }
+      egress.lossless_dscp.push_back(value.get<int>());
+    }
+  }
+  return Status::ok();
+}
+
 Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"name", "netns", "bridge", "ports", "labels"}));
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"name", "netns", "bridge", "ports", "labels", "egress"}));
   FC_RETURN_IF_ERROR(readRequiredString(obj, path, "name", sw.name));
   FC_RETURN_IF_ERROR(readString(obj, path, "netns", sw.netns));
   FC_RETURN_IF_ERROR(readString(obj, path, "bridge", sw.bridge));
@@ -85,6 +115,9 @@ Status parseSwitch(const json& obj, const std::string& path, Switch& sw) {
       }
       sw.ports.push_back(std::move(port));
     }
+  }
+  if (const json* egress = find(obj, "egress")) {
+    FC_RETURN_IF_ERROR(parseEgress(*egress, child(path, "egress"), sw.egress.emplace()));
   }
   return parseLabels(obj, path, sw.labels);
 }
@@ -343,6 +376,11 @@ nlohmann::json toJson(const Fabric& fabric) {
                         {"bridge", sw.bridge},
                         {"ports", sw.ports},
                         {"labels", sw.labels}});
+    if (sw.egress) {
+      switches.back()["egress"] = {{"rate_bps", sw.egress->rate_bps},
+                                   {"buffer_bytes", sw.egress->buffer_bytes},
+                                   {"lossless_dscp", sw.egress->lossless_dscp}};
+    }
   }
   json links = json::array();
   for (const Link& link : fabric.links) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,25 @@ struct Host {
   std::string agent_token_file;  // where the remote agent's shared token is kept ("" for local)
 };
 
+// How a lab switch port sends, when the lab models it (docs/lab.md, "Port model"): a line rate,
+// and per traffic class a finite drop-tail buffer. Packets whose DSCP is in lossless_dscp go to
+// the lossless/RDMA class, the rest to best effort; each class is guaranteed half the rate and
+// may borrow the whole of it when the other is idle, as ETS shares a port.
+struct EgressModel {
+  int64_t rate_bps = 0;
+  int64_t buffer_bytes = 0;  // per class
+  std::vector<int> lossless_dscp;
+  bool operator==(const EgressModel&) const = default;
+};
+
 struct Switch {
   std::string name;   // "sw0"
   std::string netns;  // namespace holding the bridge and its ports
   std::string bridge;
   std::vector<std::string> ports;  // interface names of the ports, e.g. "p0"
   std::map<std::string, std::string> labels;
+  // Every port's egress, when modelled (JSON "egress"); nullopt: as fast as the CPU goes.
+  std::optional<EgressModel> egress;
 };
 
 // A host's NIC cabled to a switch port.

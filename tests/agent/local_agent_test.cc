@@ -348,7 +348,7 @@ scenarios::Fabric labFabric() {
     host.nics = {{"eth0", "10.200.0." + std::to_string(i + 1)}};
     fabric.hosts.push_back(host);
   }
-  fabric.switches.push_back({"sw0", "fcl-sw0", "br0", {"p0", "p1"}, {}});
+  fabric.switches.push_back({"sw0", "fcl-sw0", "br0", {"p0", "p1"}, {}, std::nullopt});
   return fabric;
 }
 
@@ -361,7 +361,7 @@ TEST(FabricFaultTargets, EveryLocalHostNicAndEverySwitchPort) {
   guest.agent = "http://127.0.0.1:7100";
   guest.nics = {{"eth1", "10.10.0.1"}};
   vm.hosts.push_back(guest);
-  vm.switches.push_back({"sw0", "fcv-sw0", "br0", {"tap0", "p0"}, {}});
+  vm.switches.push_back({"sw0", "fcv-sw0", "br0", {"tap0", "p0"}, {}, std::nullopt});
   EXPECT_EQ(app::fabricFaultTargets({labFabric(), vm, labFabric()}),
             (std::vector<std::string>{"fcl-h0/eth0", "fcl-h1/eth0", "fcl-sw0/p0", "fcl-sw0/p1",
                                       "fcv-sw0/p0", "fcv-sw0/tap0"}));

@@ -79,8 +79,10 @@ TEST(CheckComposition, Table) {
        {action(0, "link_flap", port("p1"), 0, 2000), action(1, "netem", port("p1"), 0, 2000)},
        true},
       {"the same NIC name on two hosts is two targets",
-       {action(0, "netem", {"h1", injectors::InterfaceTarget{"", "eth0"}, "l1", LinkSide::kHost}, 0, 2000),
-        action(1, "netem", {"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", LinkSide::kHost}, 0, 2000)},
+       {action(0, "netem", {"h1", injectors::InterfaceTarget{"", "eth0"}, "l1", LinkSide::kHost}, 0,
+               2000),
+        action(1, "netem", {"h2", injectors::InterfaceTarget{"", "eth0"}, "l2", LinkSide::kHost}, 0,
+               2000)},
        true},
       {"a traffic set holds each of its interfaces",
        {action(0, "incast", trafficTo("p1"), 0, 2000), action(1, "incast", port("p1"), 1000, 3000)},
@@ -135,7 +137,7 @@ TEST(ValidateForFabric, OverlappingRootQdiscFaultsAreA422) {
   Fabric fabric;
   fabric.name = "t";
   fabric.kind = "netns";
-  Switch sw{"sw0", "t-sw0", "br0", {}, {}};
+  Switch sw{"sw0", "t-sw0", "br0", {}, {}, std::nullopt};
   for (int i = 0; i < 2; ++i) {
     const std::string name = "h" + std::to_string(i);
     fabric.hosts.push_back(

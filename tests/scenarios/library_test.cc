@@ -50,7 +50,7 @@ Fabric netnsLab() {
   Fabric fabric;
   fabric.name = "netns-lab";
   fabric.kind = "netns";
-  Switch sw{"sw0", "fcl-sw0", "br0", {}, {{"role", "leaf"}}};
+  Switch sw{"sw0", "fcl-sw0", "br0", {}, {{"role", "leaf"}}, std::nullopt};
   for (int i = 0; i < 4; ++i) {
     const std::string name = "h" + std::to_string(i);
     fabric.hosts.push_back(Host{name,
@@ -71,7 +71,7 @@ Fabric vmLab() {
   Fabric fabric;
   fabric.name = "vm-lab";
   fabric.kind = "vm";
-  Switch sw{"sw0", "fcv-sw0", "br0", {}, {}};
+  Switch sw{"sw0", "fcv-sw0", "br0", {}, {}, std::nullopt};
   for (int i = 0; i < 2; ++i) {
     const std::string name = "vm" + std::to_string(i);
     fabric.hosts.push_back(Host{name,

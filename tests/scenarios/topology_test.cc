@@ -17,7 +17,7 @@ Fabric testFabric() {
   Fabric fabric;
   fabric.name = "test-lab";
   fabric.kind = "netns";
-  Switch sw{"sw0", "t-sw0", "br0", {}, {{"role", "leaf"}}};
+  Switch sw{"sw0", "t-sw0", "br0", {}, {{"role", "leaf"}}, std::nullopt};
   for (int i = 0; i < 4; ++i) {
     const std::string name = "h" + std::to_string(i);
     Host host;
@@ -43,11 +43,12 @@ Fabric leafSpineFabric() {
   for (int leaf = 0; leaf < 2; ++leaf) {
     const std::string name = "l" + std::to_string(leaf);
     fabric.switches.push_back(
-        {name, "ls-" + name, "br0", {"p0", "p1", "up0", "up1"}, {{"role", "leaf"}}});
+        {name, "ls-" + name, "br0", {"p0", "p1", "up0", "up1"}, {{"role", "leaf"}}, std::nullopt});
   }
   for (int spine = 0; spine < 2; ++spine) {
     const std::string name = "s" + std::to_string(spine);
-    fabric.switches.push_back({name, "ls-" + name, "", {"dn0", "dn1"}, {{"role", "spine"}}});
+    fabric.switches.push_back(
+        {name, "ls-" + name, "", {"dn0", "dn1"}, {{"role", "spine"}}, std::nullopt});
   }
   for (int h = 0; h < 2; ++h) {
     const std::string name = h == 0 ? "a" : "b";

@@ -17,7 +17,7 @@ Fabric testFabric(int hosts = 4) {
   Fabric fabric;
   fabric.name = "test-lab";
   fabric.kind = "netns";
-  Switch sw{"sw0", "t-sw0", "br0", {}, {}};
+  Switch sw{"sw0", "t-sw0", "br0", {}, {}, std::nullopt};
   for (int i = 0; i < hosts; ++i) {
     const std::string name = "h" + std::to_string(i);
     fabric.hosts.push_back(Host{name,

@@ -25,7 +25,7 @@ Fabric twoHostFabric(const std::string& name, const std::string& agent0,
   Fabric fabric;
   fabric.name = name;
   fabric.kind = agent0 == "local" ? "netns" : "vm";
-  Switch sw{"sw0", name + "-sw0", "br0", {"p0", "p1"}, {}};
+  Switch sw{"sw0", name + "-sw0", "br0", {"p0", "p1"}, {}, std::nullopt};
   fabric.switches.push_back(sw);
   for (int i = 0; i < 2; ++i) {
     Host host;
