@@ -147,7 +147,12 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     // The same description and every namespace there: nothing to do. Another size or topology
     // is a different lab.
     auto present = listOwnNamespaces();
-    if (present.isOk() && present->size() == labNamespaces(options_).size()) {
+    // A leaf-spine whose routing daemons died (killed, or a crash) cannot route around a fault:
+    // rebuild it.
+    const std::string missing =
+        options_.topology == LabTopology::kLeafSpine ? routingProblem() : std::string();
+    if (!missing.empty()) progress("its BGP routing is broken (" + missing + "): rebuilding");
+    if (present.isOk() && present->size() == labNamespaces(options_).size() && missing.empty()) {
       progress("lab " + options_.name + " is already up (" + summary(fabric) + ")");
       // A lab made by an older version may still have offloads on.
       FC_RETURN_IF_ERROR(disableOffloads(progress));
@@ -274,30 +279,42 @@ Status NetnsLab::startRouting(const Progress& progress) {
   return waitForConvergence(progress);
 }
 
-Status NetnsLab::waitForConvergence(const Progress& progress) {
-  const std::vector<LeafRoutes> expected = expectedLeafRoutes(options_.prefix, options_.leaf_spine);
-  // Sessions come up within about a second; 30 s leaves room for a loaded machine.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  const auto started = std::chrono::steady_clock::now();
-  std::string waiting_for;
-  while (true) {
-    waiting_for.clear();
-    for (const LeafRoutes& leaf : expected) {
-      auto routes = runner_.run({"ip", "-n", leaf.netns, "-j", "route", "show", "proto", "bird"});
-      const nlohmann::json doc =
-          routes.isOk() && routes->exit_code == 0
-              ? nlohmann::json::parse(routes->out, nullptr, /*allow_exceptions=*/false)
-              : nlohmann::json();
-      for (const std::string& subnet : unconvergedSubnets(leaf, doc)) {
-        waiting_for += (waiting_for.empty() ? "" : ", ") + leaf.netns + " -> " + subnet;
-      }
+std::string NetnsLab::routingProblem() {
+  std::string problem;
+  for (const auto& sw : describeLab(options_).switches) {
+    auto pids = runner_.run({"ip", "netns", "pids", sw.netns});
+    if (!pids.isOk() || pids->exit_code != 0 || pids->out.empty()) {
+      problem += (problem.empty() ? "no BGP daemon in " : ", ") + sw.netns;
     }
-    if (waiting_for.empty()) break;
+  }
+  if (!problem.empty()) return problem;
+  return missingRoutes();
+}
+
+std::string NetnsLab::missingRoutes() {
+  std::string missing;
+  for (const LeafRoutes& leaf : expectedLeafRoutes(options_.prefix, options_.leaf_spine)) {
+    auto routes = runner_.run({"ip", "-n", leaf.netns, "-j", "route", "show", "proto", "bird"});
+    const nlohmann::json doc =
+        routes.isOk() && routes->exit_code == 0
+            ? nlohmann::json::parse(routes->out, nullptr, /*allow_exceptions=*/false)
+            : nlohmann::json();
+    for (const std::string& subnet : unconvergedSubnets(leaf, doc)) {
+      missing += (missing.empty() ? "" : ", ") + leaf.netns + " -> " + subnet;
+    }
+  }
+  return missing;
+}
+
+Status NetnsLab::waitForConvergence(const Progress& progress) {
+  // Sessions come up within about a second; 30 s leaves room for a loaded machine.
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::seconds(30);
+  for (std::string missing = missingRoutes(); !missing.empty(); missing = missingRoutes()) {
     if (std::chrono::steady_clock::now() > deadline) {
       return Status(StatusCode::kUnavailable,
-                    "BGP did not converge within 30 s; still missing (or short of "
-                    "paths): " +
-                        waiting_for + "; see the BIRD logs in " + routingDir());
+                    "BGP did not converge within 30 s; still missing (or short of paths): " +
+                        missing + "; see the BIRD logs in " + routingDir());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -305,8 +322,7 @@ Status NetnsLab::waitForConvergence(const Progress& progress) {
                       std::chrono::steady_clock::now() - started)
                       .count();
   progress("BGP converged in " + std::to_string(ms) +
-           " ms: every leaf reaches every other leaf's "
-           "hosts through all " +
+           " ms: every leaf reaches every other leaf's hosts through all " +
            std::to_string(options_.leaf_spine.spines) + " spines");
   return Status::ok();
 }

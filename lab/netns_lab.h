@@ -83,6 +83,11 @@ class NetnsLab {
   // BGP on every switch (lab/leaf_spine_routing.h), then waits until every leaf has every path.
   core::Status startRouting(const Progress& progress);
   core::Status waitForConvergence(const Progress& progress);
+  // The leaf routes BGP has not installed yet ("fcl-l0 -> 10.210.1.0/24, ..."); "" when every
+  // leaf reaches every other through every spine.
+  std::string missingRoutes();
+  // missingRoutes(), after checking that every switch namespace still runs its daemon.
+  std::string routingProblem();
   // Where the routing daemons' configurations, sockets, pid files and logs live.
   std::string routingDir() const;
   // Ends every process inside the namespace (`ip netns pids`).

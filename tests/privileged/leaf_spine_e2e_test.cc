@@ -152,6 +152,23 @@ TEST_F(LeafSpineLab, RoutesAcrossTheSpinesAndRehashesAroundADownedUplink) {
   }
   const CommandOutput birds = runShell("pgrep -cf '[b]ird -c " + dir_ + "'");
   EXPECT_EQ(birds.out, "4\n") << "one BGP daemon per switch";
+  // up again with the same shape leaves a working lab alone; one whose routing died is rebuilt.
+  const CommandOutput kept =
+      lab("up --topology leaf-spine --leaves 2 --spines 2 --hosts-per-leaf 2");
+  EXPECT_EQ(kept.exit_code, 0) << kept.out;
+  EXPECT_NE(kept.out.find("is already up"), std::string::npos) << kept.out;
+  // SIGKILL: the daemons leave their routes behind, so only the missing daemons tell.
+  ASSERT_EQ(runShell("pkill -KILL -f '[b]ird -c " + dir_ + "'").exit_code, 0);
+  ASSERT_TRUE(
+      waitFor([&] { return runShell("pgrep -f '[b]ird -c " + dir_ + "'").exit_code != 0; }, 5000));
+  const CommandOutput rebuilt =
+      lab("up --topology leaf-spine --leaves 2 --spines 2 --hosts-per-leaf 2");
+  EXPECT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
+  EXPECT_NE(rebuilt.out.find("its BGP routing is broken (no BGP daemon in fcl-l0"),
+            std::string::npos)
+      << rebuilt.out;
+  EXPECT_NE(rebuilt.out.find("BGP converged"), std::string::npos) << rebuilt.out;
+
   const CommandOutput status = lab("status");
   EXPECT_EQ(status.exit_code, 0) << status.out;
   EXPECT_EQ(status.out.rfind("up (8 namespaces present", 0), 0u) << status.out;
