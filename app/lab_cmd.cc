@@ -40,7 +40,7 @@ Namespace lab topology (--kind netns):
   --rails R          leaf-spine: NICs per host, NIC r cabled to the rail-r leaf of its group
                      (default 1, 1..8); leaves L/R groups of R leaves
 
-Switch port model (--kind netns, either topology; without it ports run as fast as the CPU):
+Switch port model (either kind and topology; without it ports run as fast as the CPU):
   --link-rate R      every switch port sends at R (tc units: 100mbit, 1gbit, 25gbit)
   --buffer B         drop-tail buffer per traffic class and port (tc units: 64k, 512k, 2m;
                      default 256k)
@@ -105,9 +105,35 @@ std::string defaultGuestInit(const std::string& binary) {
   return candidates[0].lexically_normal().string();
 }
 
+// --link-rate, --buffer and --lossless-dscp; nullopt without --link-rate.
+core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags& flags) {
+  const auto rate = flags.get("link-rate");
+  if (!rate) {
+    for (const char* needs_rate : {"buffer", "lossless-dscp"}) {
+      if (flags.has(needs_rate)) {
+        return core::Status(
+            core::StatusCode::kInvalidArgument,
+            std::string("--") + needs_rate + " models a port: give --link-rate too");
+      }
+    }
+    return std::optional<scenarios::EgressModel>();
+  }
+  scenarios::EgressModel model;
+  auto bps = lab::parseLinkRate(*rate);
+  if (!bps.isOk()) return bps.status();
+  model.rate_bps = *bps;
+  auto buffer = lab::parseBufferSize(flags.getOr("buffer", "256k"));
+  if (!buffer.isOk()) return buffer.status();
+  model.buffer_bytes = *buffer;
+  auto dscp = lab::parseDscpList(flags.getOr("lossless-dscp", "26"));
+  if (!dscp.isOk()) return dscp.status();
+  model.lossless_dscp = *dscp;
+  FC_RETURN_IF_ERROR(lab::checkEgressModel(model));
+  return std::optional<scenarios::EgressModel>(model);
+}
+
 int vmLabMain(const Flags& flags, const std::string& action) {
-  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails",
-                                 "link-rate", "buffer", "lossless-dscp"}) {
+  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails"}) {
     if (flags.has(netns_only)) {
       std::fprintf(stderr,
                    "fabric-chaos lab: --%s is for the namespace lab (--kind netns); the VM lab's "
@@ -117,6 +143,12 @@ int vmLabMain(const Flags& flags, const std::string& action) {
     }
   }
   lab::VmLabOptions options;
+  if (auto egress = egressFromFlags(flags); !egress.isOk()) {
+    std::fprintf(stderr, "fabric-chaos lab: %s\n", egress.status().message().c_str());
+    return 2;
+  } else {
+    options.egress = *egress;
+  }
   options.state_dir = absolute(flags.getOr("state-dir", options.state_dir));
   options.cache_dir = absolute(flags.getOr("cache-dir", options.cache_dir));
   if (!parseInt(flags, "hosts", options.hosts) || !parseInt(flags, "mem", options.mem_mb) ||
@@ -178,33 +210,6 @@ int vmLabMain(const Flags& flags, const std::string& action) {
             << (status->switch_present ? "present" : "absent") << "; fabric file "
             << status->fabric_file << "; consoles in " << lab::vmDir(options) << ")\n";
   return status->up ? 0 : 3;
-}
-
-// --link-rate, --buffer and --lossless-dscp; nullopt without --link-rate.
-core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags& flags) {
-  const auto rate = flags.get("link-rate");
-  if (!rate) {
-    for (const char* needs_rate : {"buffer", "lossless-dscp"}) {
-      if (flags.has(needs_rate)) {
-        return core::Status(
-            core::StatusCode::kInvalidArgument,
-            std::string("--") + needs_rate + " models a port: give --link-rate too");
-      }
-    }
-    return std::optional<scenarios::EgressModel>();
-  }
-  scenarios::EgressModel model;
-  auto bps = lab::parseLinkRate(*rate);
-  if (!bps.isOk()) return bps.status();
-  model.rate_bps = *bps;
-  auto buffer = lab::parseBufferSize(flags.getOr("buffer", "256k"));
-  if (!buffer.isOk()) return buffer.status();
-  model.buffer_bytes = *buffer;
-  auto dscp = lab::parseDscpList(flags.getOr("lossless-dscp", "26"));
-  if (!dscp.isOk()) return dscp.status();
-  model.lossless_dscp = *dscp;
-  FC_RETURN_IF_ERROR(lab::checkEgressModel(model));
-  return std::optional<scenarios::EgressModel>(model);
 }
 
 int netnsLabMain(const Flags& flags, const std::string& action) {

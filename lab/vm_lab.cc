@@ -21,6 +21,7 @@
 
 #include "injectors/sys/netns.h"
 #include "lab/lab_common.h"
+#include "lab/port_model.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -195,6 +196,7 @@ scenarios::Fabric describeVmLab(const VmLabOptions& options) {
     sw.ports.push_back(port);
     fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port, {}});
   }
+  sw.egress = options.egress;
   fabric.switches.push_back(sw);
   return fabric;
 }
@@ -401,6 +403,7 @@ Status VmLab::checkPrerequisites() {
   if (options_.hosts < 2 || options_.hosts > 32) {
     return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 32 for the VM lab");
   }
+  if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
   if (!fs::exists("/dev/net/tun")) {
     return Status(
         StatusCode::kNotSupported,
@@ -606,7 +609,8 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeVmLab(options_);
-  if (current->up && current->hosts == options_.hosts) {
+  if (current->up && current->hosts == options_.hosts &&
+      readFabricFile(fabricFile()) == scenarios::toJson(fabric)) {
     progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
              " VMs");
     return fabric;
@@ -634,6 +638,15 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
              " VMs to boot (TCG: about 10 s each, longer on a busy machine); consoles in " +
              vmDir(options_));
     FC_RETURN_IF_ERROR(waitReady(progress));
+    if (options_.egress) {
+      for (const auto& port : fabric.switches.front().ports) {
+        for (const auto& command : egressCommands(sw, port, *options_.egress)) {
+          FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
+        }
+      }
+      progress("modelled egress on the switch's " + std::to_string(options_.hosts) +
+               " ports: " + describeEgress(*options_.egress));
+    }
     return writeFabric(fabric);
   };
   if (Status s = build(); !s.isOk()) {

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct VmLabOptions {
   // ready without an agent. defaultAgentCommand() gives the standard one.
   std::string agent_command;
   std::string qemu = "qemu-system-x86_64";
+  // Every switch port's modelled egress (lab/port_model.h), as in the namespace lab.
+  std::optional<scenarios::EgressModel> egress;
   int boot_timeout_s = 180;   // per VM, from its start to FC_GUEST_READY (TCG is slow)
   int agent_timeout_s = 120;  // from FC_GUEST_READY to an answer on the agent port
 };

@@ -273,8 +273,22 @@ TEST_F(VmLabCommand, UpBootsTwoVmsThatReachEachOtherAndDownRemovesEverything) {
 }
 
 TEST_F(VmLabCommand, APartialLabIsRebuilt) {
-  auto up = lab("up --hosts 2 --no-agent");
+  // With the switch port model on (docs/lab.md, "Port model"), read back by tc on the taps.
+  auto up = lab("up --hosts 2 --no-agent --link-rate 100mbit --buffer 128k");
   ASSERT_EQ(up.exit_code, 0) << up.out;
+  for (const char* tap : {"fcv-tap0", "fcv-tap1"}) {
+    const std::string classes = runShell(std::string("tc -n fcv-sw0 class show dev ") + tap).out;
+    EXPECT_NE(classes.find("class htb 1:1 root rate 100Mbit ceil 100Mbit"), std::string::npos)
+        << tap << ":\n"
+        << classes;
+    const std::string qdiscs = runShell(std::string("tc -n fcv-sw0 qdisc show dev ") + tap).out;
+    EXPECT_NE(qdiscs.find("qdisc bfifo 10: parent 1:10 limit 128Kb"), std::string::npos)
+        << tap << ":\n"
+        << qdiscs;
+  }
+  auto fabric = nlohmann::json::parse(readFile(dir_ + "/fabrics/vm-lab.json"), nullptr, false);
+  ASSERT_FALSE(fabric.is_discarded());
+  EXPECT_EQ(fabric["switches"][0]["egress"]["rate_bps"], 100'000'000);
   runShell("kill -9 $(cat " + dir_ + "/vm/vm1.pid)");
   for (int i = 0; i < 50 && runningLabQemus() != 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -283,12 +297,15 @@ TEST_F(VmLabCommand, APartialLabIsRebuilt) {
   EXPECT_EQ(status.exit_code, 3) << status.out;
   EXPECT_NE(status.out.find("1 of 2 VMs running"), std::string::npos) << status.out;
 
-  auto rebuilt = lab("up --hosts 2 --no-agent");
+  auto rebuilt = lab("up --hosts 2 --no-agent --link-rate 100mbit --buffer 128k");
   ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
   EXPECT_NE(rebuilt.out.find("removing a partial or different VM lab first"), std::string::npos)
       << rebuilt.out;
   EXPECT_EQ(runningLabQemus(), 2);
   EXPECT_EQ(lab("status").exit_code, 0);
+  EXPECT_NE(runShell("tc -n fcv-sw0 class show dev fcv-tap1").out.find("rate 100Mbit"),
+            std::string::npos)
+      << "the rebuilt lab's ports are modelled too";
 }
 
 TEST_F(VmLabCommand, MissingKernelAndBadSizesAreOneClearSentence) {
