@@ -28,8 +28,6 @@ Place placeOfLeaf(const LeafSpineShape& shape, int leaf) {
 
 int groups(const LeafSpineShape& shape) { return shape.leaves / shape.rails; }
 
-std::string leafName(int leaf) { return leafSwitchName(leaf); }
-std::string spineName(int spine) { return spineSwitchName(spine); }
 std::string hostName(int host) { return "h" + std::to_string(host); }
 std::string ns(const std::string& prefix, const std::string& name) { return prefix + "-" + name; }
 
@@ -98,7 +96,7 @@ scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& 
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
     const Place place = placeOfLeaf(shape, leaf);
     scenarios::Switch sw;
-    sw.name = leafName(leaf);
+    sw.name = leafSwitchName(leaf);
     sw.netns = ns(prefix, sw.name);
     sw.bridge = "br0";
     for (int n = 0; n < shape.hosts_per_leaf; ++n) sw.ports.push_back("p" + std::to_string(n));
@@ -113,7 +111,7 @@ scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& 
   }
   for (int spine = 0; spine < shape.spines; ++spine) {
     scenarios::Switch sw;
-    sw.name = spineName(spine);
+    sw.name = spineSwitchName(spine);
     sw.netns = ns(prefix, sw.name);
     for (int leaf = 0; leaf < shape.leaves; ++leaf) sw.ports.push_back("dn" + std::to_string(leaf));
     sw.labels = {{"role", "spine"}, {"pod", "p0"}};
@@ -128,32 +126,32 @@ scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& 
       host.labels = {{"rack", "r" + std::to_string(group)},
                      {"group", "g" + std::to_string(group)},
                      {"pod", "p0"}};
-      if (shape.rails == 1) host.labels["leaf"] = leafName(group);
+      if (shape.rails == 1) host.labels["leaf"] = leafSwitchName(group);
       for (int rail = 0; rail < shape.rails; ++rail) {
         const int leaf = group * shape.rails + rail;
         const std::string nic = "eth" + std::to_string(rail);
         host.nics.push_back({nic, hostAddress({group, rail}, n)});
         fabric.links.push_back(
-            {host.name + "-" + leafName(leaf),
+            {host.name + "-" + leafSwitchName(leaf),
              host.name,
              nic,
-             leafName(leaf),
+             leafSwitchName(leaf),
              "p" + std::to_string(n),
-             {{"tier", "access"}, {"rail", std::to_string(rail)}, {"leaf", leafName(leaf)}}});
+             {{"tier", "access"}, {"rail", std::to_string(rail)}, {"leaf", leafSwitchName(leaf)}}});
       }
       fabric.hosts.push_back(std::move(host));
     }
   }
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
     for (int spine = 0; spine < shape.spines; ++spine) {
-      fabric.switch_links.push_back({leafName(leaf) + "-" + spineName(spine),
-                                     leafName(leaf),
+      fabric.switch_links.push_back({leafSwitchName(leaf) + "-" + spineSwitchName(spine),
+                                     leafSwitchName(leaf),
                                      "up" + std::to_string(spine),
-                                     spineName(spine),
+                                     spineSwitchName(spine),
                                      "dn" + std::to_string(leaf),
                                      {{"tier", "uplink"},
-                                      {"leaf", leafName(leaf)},
-                                      {"spine", spineName(spine)},
+                                      {"leaf", leafSwitchName(leaf)},
+                                      {"spine", spineSwitchName(spine)},
                                       {"rail", std::to_string(placeOfLeaf(shape, leaf).rail)},
                                       {"pod", "p0"}}});
     }
@@ -189,18 +187,19 @@ LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& s
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
     // Hosts hold their rail's whole /16 as connected (routes a host NIC's flap would delete are
     // never needed); the leaf answers ARP for the addresses it routes elsewhere.
-    build.sysctls.push_back({ns(prefix, leafName(leaf)), "net.ipv4.conf.default.proxy_arp", "1"});
+    build.sysctls.push_back(
+        {ns(prefix, leafSwitchName(leaf)), "net.ipv4.conf.default.proxy_arp", "1"});
   }
 
   auto ip = [&](std::vector<std::string> args) { build.ip_commands.push_back(std::move(args)); };
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
-    const std::string leaf_ns = ns(prefix, leafName(leaf));
+    const std::string leaf_ns = ns(prefix, leafSwitchName(leaf));
     for (auto& command : switchBridgeCommands(leaf_ns)) ip(std::move(command));
     ip({"-n", leaf_ns, "addr", "add", gatewayAddress(placeOfLeaf(shape, leaf)) + "/24", "dev",
         "br0"});
   }
   for (int spine = 0; spine < shape.spines; ++spine) {
-    ip({"-n", ns(prefix, spineName(spine)), "link", "set", "lo", "up"});
+    ip({"-n", ns(prefix, spineSwitchName(spine)), "link", "set", "lo", "up"});
   }
   for (int group = 0; group < groups(shape); ++group) {
     for (int n = 0; n < shape.hosts_per_leaf; ++n) {
@@ -208,7 +207,7 @@ LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& s
       ip({"-n", host_ns, "link", "set", "lo", "up"});
       for (int rail = 0; rail < shape.rails; ++rail) {
         const Place place{group, rail};
-        const std::string leaf_ns = ns(prefix, leafName(group * shape.rails + rail));
+        const std::string leaf_ns = ns(prefix, leafSwitchName(group * shape.rails + rail));
         const std::string nic = "eth" + std::to_string(rail);
         const std::string port = "p" + std::to_string(n);
         // Created inside the host's namespace with the peer placed straight into the leaf's:
@@ -223,9 +222,9 @@ LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& s
     }
   }
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
-    const std::string leaf_ns = ns(prefix, leafName(leaf));
+    const std::string leaf_ns = ns(prefix, leafSwitchName(leaf));
     for (int spine = 0; spine < shape.spines; ++spine) {
-      const std::string spine_ns = ns(prefix, spineName(spine));
+      const std::string spine_ns = ns(prefix, spineSwitchName(spine));
       const std::string up = "up" + std::to_string(spine);
       const std::string dn = "dn" + std::to_string(leaf);
       ip({"-n", leaf_ns, "link", "add", up, "type", "veth", "peer", "name", dn, "netns", spine_ns});

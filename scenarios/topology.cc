@@ -195,23 +195,16 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
                                    [&](const Nic& nic) { return nic.name == link.nic; });
   if (!has_nic)
     return invalid(child(path, "nic"), "host " + host->name + " has no nic " + link.nic);
-  const Switch* sw = fabric.findSwitch(link.switch_name);
-  if (sw == nullptr) return invalid(child(path, "switch"), "unknown switch " + link.switch_name);
-  if (std::find(sw->ports.begin(), sw->ports.end(), link.port) == sw->ports.end()) {
-    return invalid(child(path, "port"), "switch " + sw->name + " has no port " + link.port);
-  }
   for (const Link& other : fabric.links) {
     if (other.id == link.id) return invalid(child(path, "id"), "duplicate link " + link.id);
     if (other.host == link.host && other.nic == link.nic) {
       return invalid(child(path, "nic"), "nic " + link.nic + " of host " + link.host +
                                              " is already cabled by link " + other.id);
     }
-    if (other.switch_name == link.switch_name && other.port == link.port) {
-      return invalid(child(path, "port"), "port " + link.port + " of switch " + link.switch_name +
-                                              " is already cabled by link " + other.id);
-    }
   }
-  return Status::ok();
+  // The switch end as a switch link's ends are checked: it exists and nothing else holds it.
+  return checkSwitchPort(fabric, link.switch_name, link.port, child(path, "switch"),
+                         child(path, "port"));
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
