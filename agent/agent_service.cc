@@ -326,6 +326,16 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
 Status checkTargetAllowed(const injectors::Target& target, const std::vector<std::string>& allowed,
                           const std::vector<std::string>& management, bool empty_allows_any,
                           std::string_view remedy) {
+  if (const auto* traffic = std::get_if<injectors::TrafficSetTarget>(&target)) {
+    // Traffic flows between interfaces: every endpoint must be one the agent may touch.
+    for (const auto* side : {&traffic->sources, &traffic->sinks}) {
+      for (const injectors::InterfaceTarget& endpoint : *side) {
+        FC_RETURN_IF_ERROR(
+            checkTargetAllowed(endpoint, allowed, management, empty_allows_any, remedy));
+      }
+    }
+    return Status::ok();
+  }
   const injectors::InterfaceTarget* interface = injectors::interfaceOf(target);
   if (interface == nullptr) {
     // The allowlist names interfaces only; until a fault family acting on other targets brings

@@ -24,6 +24,7 @@ struct Baseline {
   double busbw = 0;   // median busbw of the baseline iterations
   double period = 0;  // median start-to-start spacing, compute gaps included
   int iterations = 0;
+  IterationTimes times;
 };
 
 // A duration exactly at the threshold must count as good despite rounding in bytes / duration.
@@ -46,6 +47,23 @@ double median(std::vector<double> values) {
   const size_t mid = values.size() / 2;
   if (values.size() % 2 == 1) return values[mid];
   return (values[mid - 1] + values[mid]) / 2;
+}
+
+// Nearest rank: the smallest value with at least p of the values at or below it.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+IterationTimes iterationTimes(std::vector<double> durations) {
+  IterationTimes times;
+  times.iterations = static_cast<int>(durations.size());
+  std::sort(durations.begin(), durations.end());
+  times.p50_ms = percentile(durations, 0.50);
+  times.p99_ms = percentile(durations, 0.99);
+  times.p999_ms = percentile(durations, 0.999);
+  return times;
 }
 
 double busFactor(int world_size) {
@@ -72,6 +90,7 @@ Baseline measureBaseline(const std::vector<Iteration>& its, const AnalysisParams
     if (i + 1 < inside.size()) gaps.push_back(inside[i + 1]->start - inside[i]->start);
   }
   baseline.busbw = median(busbw);
+  baseline.times = iterationTimes(durations);
   // With a single baseline iteration (or starts that coincide) there is no spacing to measure: the
   // duration is the best, optimistic, estimate of the period.
   baseline.period = gaps.empty() ? 0 : median(gaps);
@@ -164,6 +183,18 @@ StepMetrics analyzeStep(const std::vector<Iteration>& its, const Baseline& basel
     for (size_t i = 1; i < points.size(); ++i) {
       m.longest_stall_ms = std::max(m.longest_stall_ms, points[i] - points[i - 1]);
     }
+  }
+
+  // Iteration times during the fault, against the baseline's: what a hot spot that slows the
+  // ring without stopping it does to the tail.
+  m.baseline_iteration = baseline.times;
+  std::vector<double> during;
+  for (const Iteration& it : its) {
+    if (it.start < fe && it.end > fs) during.push_back(it.duration);
+  }
+  m.fault_iteration = iterationTimes(std::move(during));
+  if (m.fault_iteration.iterations > 0 && baseline.times.p99_ms > 0) {
+    m.p99_slowdown = m.fault_iteration.p99_ms / baseline.times.p99_ms;
   }
 
   m.survived = survived && std::any_of(its.begin(), its.end(),
@@ -281,6 +312,13 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
   return run;
 }
 
+void attachCongestion(RunAnalysis& analysis, const std::vector<core::TelemetryPoint>& telemetry) {
+  if (telemetry.empty()) return;
+  for (StepMetrics& m : analysis.steps) {
+    m.hottest_queue = hottestQueue(telemetry, m.fault_start_ms, m.fault_end_ms);
+  }
+}
+
 std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analysis) {
   std::vector<GateVerdict> verdicts;
 
@@ -344,6 +382,36 @@ std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analy
     verdicts.push_back(v);
   }
 
+  if (gates.max_p99_slowdown) {
+    GateVerdict v{"max_p99_slowdown", true, ""};
+    std::string failures;
+    double largest = 0;
+    for (const StepMetrics& m : analysis.steps) {
+      std::string failure;
+      if (!m.p99_slowdown) {
+        failure = format("step %d: no iteration to compare with the baseline", m.step);
+      } else if (*m.p99_slowdown > *gates.max_p99_slowdown) {
+        failure = format("step %d p99 iteration time %.1f ms = %.2f x baseline > %.2f", m.step,
+                         m.fault_iteration.p99_ms, *m.p99_slowdown, *gates.max_p99_slowdown);
+      } else {
+        largest = std::max(largest, *m.p99_slowdown);
+      }
+      if (!failure.empty()) {
+        v.passed = false;
+        failures += (failures.empty() ? "" : "; ") + failure;
+      }
+    }
+    if (!v.passed) {
+      v.detail = failures;
+    } else if (analysis.steps.empty()) {
+      v.detail = "no fault steps to measure";
+    } else {
+      v.detail = format("every step's p99 iteration time <= %.2f x baseline (largest %.2f)",
+                        *gates.max_p99_slowdown, largest);
+    }
+    verdicts.push_back(v);
+  }
+
   if (gates.require_survival) {
     GateVerdict v{"require_survival", true, ""};
     std::string failures;
@@ -366,6 +434,13 @@ bool allPassed(const std::vector<GateVerdict>& verdicts) {
                      [](const GateVerdict& v) { return v.passed; });
 }
 
+nlohmann::json toJson(const IterationTimes& times) {
+  return nlohmann::json{{"iterations", times.iterations},
+                        {"p50", times.p50_ms},
+                        {"p99", times.p99_ms},
+                        {"p999", times.p999_ms}};
+}
+
 nlohmann::json toJson(const StepMetrics& metrics) {
   auto optional = [](const std::optional<double>& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -380,6 +455,10 @@ nlohmann::json toJson(const StepMetrics& metrics) {
       {"time_to_detect_ms", optional(metrics.time_to_detect_ms)},
       {"time_to_recover_ms", optional(metrics.time_to_recover_ms)},
       {"longest_stall_ms", metrics.longest_stall_ms},
+      {"baseline_iteration_ms", toJson(metrics.baseline_iteration)},
+      {"fault_iteration_ms", toJson(metrics.fault_iteration)},
+      {"p99_slowdown", optional(metrics.p99_slowdown)},
+      {"hottest_queue", metrics.hottest_queue ? toJson(*metrics.hottest_queue) : nlohmann::json()},
       {"survived", metrics.survived},
       {"recovered", metrics.recovered},
       {"score", metrics.score},

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "core/sample.h"
+#include "core/telemetry.h"
+#include "scenarios/congestion.h"
 #include "scenarios/model.h"
 
 namespace fabric_chaos::scenarios {
@@ -31,6 +33,14 @@ struct AnalysisParams {
   int recovered_after = 5;
 };
 
+// Iteration times of one rank over a window, in ms (nearest-rank percentiles).
+struct IterationTimes {
+  int iterations = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double p999_ms = 0;
+};
+
 struct StepMetrics {
   int step = 0;
   double fault_start_ms = 0;
@@ -40,7 +50,15 @@ struct StepMetrics {
   double retained = 1;  // time-weighted busbw during the fault / baseline, in [0, 1]
   std::optional<double> time_to_detect_ms;   // fault start -> first iteration overdue
   std::optional<double> time_to_recover_ms;  // fault end -> start of K good iterations
-  double longest_stall_ms = 0;  // longest span without a completed iteration
+  double longest_stall_ms = 0;               // longest span without a completed iteration
+  IterationTimes baseline_iteration;         // the baseline window's
+  IterationTimes fault_iteration;            // iterations in force during the fault (any overlap)
+  // fault p99 / baseline p99; nullopt when no iteration overlapped the fault or none was in the
+  // baseline.
+  std::optional<double> p99_slowdown;
+  // The switch queue that suffered most during the fault, from the run's telemetry; nullopt on a
+  // fabric without modelled ports (see attachCongestion).
+  std::optional<QueueCongestion> hottest_queue;
   bool survived = true;
   bool recovered = false;
   double score = 100;
@@ -60,6 +78,9 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
                        const std::vector<FaultWindow>& faults, const AnalysisParams& params,
                        bool survived);
 
+// Sets each step's hottest_queue from the run's switch telemetry over the step's fault window.
+void attachCongestion(RunAnalysis& analysis, const std::vector<core::TelemetryPoint>& telemetry);
+
 struct GateVerdict {
   std::string gate;  // "min_score"
   bool passed = true;
@@ -69,6 +90,7 @@ struct GateVerdict {
 std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analysis);
 bool allPassed(const std::vector<GateVerdict>& verdicts);
 
+nlohmann::json toJson(const IterationTimes& times);  // {"iterations", "p50", "p99", "p999"}
 nlohmann::json toJson(const StepMetrics& metrics);
 nlohmann::json toJson(const RunAnalysis& analysis);
 nlohmann::json toJson(const std::vector<GateVerdict>& verdicts);

@@ -126,7 +126,7 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
 }
 
 Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side", "sources"}));
   const json* host = find(obj, "host");
   const json* link = find(obj, "link");
   const json* labels = find(obj, "labels");
@@ -152,6 +152,22 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
     if (!parsed) return invalid(child(path, "side"), "must be \"switch\", \"host\" or \"peer\"");
     out.side = *parsed;
   }
+  if (const json* sources = find(obj, "sources")) {
+    const std::string sources_path = child(path, "sources");
+    if (!sources->is_array() || sources->empty()) {
+      return invalid(sources_path, "must be a non-empty array of host names");
+    }
+    for (size_t i = 0; i < sources->size(); ++i) {
+      std::string name;
+      FC_RETURN_IF_ERROR(
+          readNonEmptyString((*sources)[i], sources_path + "[" + std::to_string(i) + "]", name));
+      if (std::find(out.sources.begin(), out.sources.end(), name) != out.sources.end()) {
+        return invalid(sources_path + "[" + std::to_string(i) + "]",
+                       "host " + name + " is listed twice");
+      }
+      out.sources.push_back(std::move(name));
+    }
+  }
   return Status::ok();
 }
 
@@ -171,8 +187,9 @@ Status parseStep(const json& obj, const std::string& path, FaultStep& out) {
 }
 
 Status parseGates(const json& obj, const std::string& path, Gates& out) {
-  FC_RETURN_IF_ERROR(
-      checkObject(obj, path, {"min_score", "max_recovery_ms", "min_retained", "require_survival"}));
+  FC_RETURN_IF_ERROR(checkObject(
+      obj, path,
+      {"min_score", "max_recovery_ms", "min_retained", "max_p99_slowdown", "require_survival"}));
   FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_score", 0, 100,
                                         "must be a number in [0, 100]", out.min_score));
   FC_RETURN_IF_ERROR(
@@ -180,6 +197,8 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
                          "must be a non-negative number of milliseconds", out.max_recovery_ms));
   FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_retained", 0, 1,
                                         "must be a number in [0, 1]", out.min_retained));
+  FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "max_p99_slowdown", 1, 1e6,
+                                        "must be a number of at least 1", out.max_p99_slowdown));
   if (const json* survival = find(obj, "require_survival")) {
     if (!survival->is_boolean()) {
       return invalid(child(path, "require_survival"), "must be true or false");
@@ -272,6 +291,7 @@ json targetToJson(const TargetSelector& target) {
   if (!target.link.empty()) out["link"] = target.link;
   if (!target.labels.empty()) out["labels"] = target.labels;
   out["side"] = std::string(linkSideName(target.side));
+  if (!target.sources.empty()) out["sources"] = target.sources;
   return out;
 }
 
@@ -300,19 +320,25 @@ std::optional<LinkSide> parseLinkSide(std::string_view name) {
 }
 
 std::string TargetSelector::describe() const {
-  if (!host.empty()) return "host " + host;
-  if (!link.empty()) return "link " + link;
-  if (!labels.empty()) {
-    std::string out = "labels {";
+  std::string out;
+  if (!host.empty()) {
+    out = "host " + host;
+  } else if (!link.empty()) {
+    out = "link " + link;
+  } else if (!labels.empty()) {
+    out = "labels {";
     bool first = true;
     for (const auto& [key, value] : labels) {
       if (!first) out += ", ";
       first = false;
       out += key + "=" + value;
     }
-    return out + "}";
+    out += "}";
+  } else {
+    return "(empty selector)";
   }
-  return "(empty selector)";
+  for (size_t i = 0; i < sources.size(); ++i) out += (i == 0 ? " from " : ", ") + sources[i];
+  return out;
 }
 
 int64_t Scenario::plannedDurationMs() const {
@@ -356,6 +382,9 @@ json toJson(const Scenario& scenario) {
   if (scenario.gates.min_score) gates["min_score"] = *scenario.gates.min_score;
   if (scenario.gates.max_recovery_ms) gates["max_recovery_ms"] = *scenario.gates.max_recovery_ms;
   if (scenario.gates.min_retained) gates["min_retained"] = *scenario.gates.min_retained;
+  if (scenario.gates.max_p99_slowdown) {
+    gates["max_p99_slowdown"] = *scenario.gates.max_p99_slowdown;
+  }
   json stop = {{"on_rank_death", scenario.stop_conditions.on_rank_death}};
   if (scenario.stop_conditions.min_busbw_fraction) {
     stop["min_busbw_fraction"] = *scenario.stop_conditions.min_busbw_fraction;

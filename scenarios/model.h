@@ -33,12 +33,16 @@ std::string_view linkSideName(LinkSide side);
 std::optional<LinkSide> parseLinkSide(std::string_view name);
 
 // Exactly one of host / link / labels is set; `side` picks the end of each link it selects.
+// Traffic kinds (incast) read the selector as their sink, and `sources` as the hosts that send to
+// it (empty: every other host of the fabric); other kinds refuse `sources`.
 struct TargetSelector {
   std::string host;
   std::string link;
   std::map<std::string, std::string> labels;
   LinkSide side = LinkSide::kSwitch;
-  std::string describe() const;  // "host h1", "link h1-sw0", "labels {rack=r1}"
+  std::vector<std::string> sources;
+  // "host h1", "link h1-sw0", "labels {rack=r1}"; "host h3 from h0, h1" with sources.
+  std::string describe() const;
 };
 
 struct FaultStep {
@@ -62,7 +66,10 @@ struct Gates {
   std::optional<double> min_score;        // 0-100
   std::optional<double> max_recovery_ms;  // every step must recover within this
   std::optional<double> min_retained;     // 0-1, busbw retained during each fault
-  bool require_survival = true;           // every rank must finish
+  // >= 1: each fault's p99 iteration time may be at most this many times the baseline's p99 (a
+  // hot spot that slows the ring without stopping it).
+  std::optional<double> max_p99_slowdown;
+  bool require_survival = true;  // every rank must finish
 };
 
 // When to abort a run early (docs/scenarios.md, "stop_conditions"). Watched from the first fault

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "injectors/model/kind_spec.h"
+#include "scenarios/step_targets.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -129,7 +130,7 @@ core::Result<std::vector<PlannedAction>> planFaults(const Scenario& scenario,
     const int index = static_cast<int>(i);
     auto phases = stepPhases(step, index);
     if (!phases.isOk()) return phases.status();
-    auto targets = resolveTargets(step.target, fabric);
+    auto targets = resolveStepTargets(step, fabric);
     if (!targets.isOk()) {
       return targets.status().withContext("steps[" + std::to_string(i) + "].target");
     }

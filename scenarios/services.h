@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/telemetry.h"
 #include "scenarios/model.h"
 #include "scenarios/topology.h"
 
@@ -22,6 +23,14 @@ class FabricCatalog {
   // what lets the embedded agent's guard keep its allowlist between fault applies. nullopt: this
   // catalog cannot tell, so ask list() every time.
   virtual std::optional<uint64_t> version() { return std::nullopt; }
+};
+
+// Reads the counters of a switch's modelled egress queues (lab/switch_telemetry.h): what a run
+// samples every 100 ms as its switch telemetry. Points come without t_ms; the caller stamps them.
+class SwitchTelemetry {
+ public:
+  virtual ~SwitchTelemetry() = default;
+  virtual core::Result<std::vector<core::TelemetryPoint>> read(const Switch& sw) = 0;
 };
 
 class RunService {

@@ -101,6 +101,8 @@ struct ResolvedTarget {
   injectors::Target target;
   std::string link_id;  // "" when the selector named a host without links
   LinkSide side = LinkSide::kSwitch;
+  // The other fabric hosts the target occupies: a traffic set's sources (`host` is its sink).
+  std::vector<std::string> other_hosts = {};
 };
 
 // Resolves a selector to interface targets (selectors name interfaces only, so far):

@@ -6,6 +6,7 @@
 
 #include "scenarios/composition.h"
 #include "scenarios/plan.h"
+#include "scenarios/step_targets.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -62,7 +63,7 @@ Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
   auto phases = stepPhases(step, index);
   if (!phases.isOk()) return phases.status();
   if (fabric == nullptr) return Status::ok();
-  auto targets = resolveTargets(step.target, *fabric);
+  auto targets = resolveStepTargets(step, *fabric);
   if (!targets.isOk()) return targets.status().withContext(prefix + ".target");
   return Status::ok();
 }

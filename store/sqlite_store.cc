@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/run_state.h"
+#include "store/schema.h"
 #include "store/statement.h"
 #include "store/store.h"
 
@@ -34,153 +35,7 @@ using internal::sqliteStatus;
 using internal::Statement;
 using internal::Transaction;
 
-// Each entry is applied once, in its own transaction, and bumps PRAGMA user_version to its
-// 1-based position. Never edit a released entry: append a new one.
-constexpr std::array<std::string_view, 2> kMigrations = {
-    // 1: initial schema.
-    R"sql(
-CREATE TABLE scenarios (
-  name TEXT PRIMARY KEY NOT NULL,
-  document TEXT NOT NULL,
-  builtin INTEGER NOT NULL DEFAULT 0,
-  updated_ms INTEGER NOT NULL
-);
-
--- AUTOINCREMENT: a run id appears in URLs and CI logs, so it is never reused.
--- scenario_name is deliberately not a foreign key: a run keeps its own snapshot of the scenario
--- and outlives the scenario's deletion.
-CREATE TABLE runs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  scenario_name TEXT NOT NULL,
-  scenario TEXT NOT NULL,
-  fabric TEXT NOT NULL,
-  state TEXT NOT NULL,
-  created_ms INTEGER NOT NULL,
-  started_ms INTEGER NOT NULL DEFAULT 0,
-  finished_ms INTEGER NOT NULL DEFAULT 0,
-  score REAL,
-  result TEXT NOT NULL DEFAULT '{}',
-  attributes TEXT NOT NULL DEFAULT '{}',
-  error TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX runs_by_scenario ON runs(scenario_name, id);
-CREATE INDEX runs_by_state ON runs(state, id);
-
-CREATE TABLE run_transitions (
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  state TEXT NOT NULL,
-  wall_ms INTEGER NOT NULL
-);
--- The rowid is implicitly the last index column, so "WHERE run_id = ? ORDER BY rowid" is a scan.
-CREATE INDEX run_transitions_by_run ON run_transitions(run_id);
-
-CREATE TABLE events (
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  t_ms REAL NOT NULL,
-  wall_ms INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  detail TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX events_by_run ON events(run_id, t_ms);
-
--- Not unique on (run_id, rank, iteration): a rank that restarts its numbering after a reconnect
--- must not lose or overwrite measurements; analysis decides what duplicates mean.
-CREATE TABLE samples (
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  rank INTEGER NOT NULL,
-  iteration INTEGER NOT NULL,
-  start_ms REAL NOT NULL,
-  duration_ms REAL NOT NULL,
-  bytes INTEGER NOT NULL
-);
-CREATE INDEX samples_by_run ON samples(run_id, rank, iteration);
-
--- run_id is NULL for a fault not tied to a run. No ON DELETE CASCADE: a journal entry that has
--- not been reverted must survive anything done to its run.
-CREATE TABLE journal (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  run_id INTEGER REFERENCES runs(id),
-  fault TEXT NOT NULL,
-  prior TEXT NOT NULL,
-  state TEXT NOT NULL,
-  intent_ms INTEGER NOT NULL,
-  reverted_ms INTEGER NOT NULL DEFAULT 0
-);
--- Start-up asks for the unreverted entries, a handful among a history that only grows.
-CREATE INDEX journal_unreverted ON journal(id) WHERE state <> 'reverted';
-)sql",
-    // 2: suites, suite runs, schedules, API tokens and the audit log (issue 4).
-    R"sql(
-CREATE TABLE suites (
-  name TEXT PRIMARY KEY NOT NULL,
-  document TEXT NOT NULL,
-  builtin INTEGER NOT NULL DEFAULT 0,
-  updated_ms INTEGER NOT NULL
-);
-
--- Like runs: a suite run keeps a snapshot of its suite and outlives the suite's deletion.
-CREATE TABLE suite_runs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  suite_name TEXT NOT NULL,
-  suite TEXT NOT NULL,
-  fabric TEXT NOT NULL,
-  state TEXT NOT NULL,
-  created_ms INTEGER NOT NULL,
-  finished_ms INTEGER NOT NULL DEFAULT 0,
-  error TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX suite_runs_by_state ON suite_runs(state, id);
-
--- A join table rather than a JSON array: appending is one INSERT, and the index on run_id answers
--- "which suite run started this run" for a run summary.
-CREATE TABLE suite_run_runs (
-  suite_run_id INTEGER NOT NULL REFERENCES suite_runs(id) ON DELETE CASCADE,
-  position INTEGER NOT NULL,
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  PRIMARY KEY (suite_run_id, position)
-);
-CREATE INDEX suite_run_runs_by_run ON suite_run_runs(run_id);
-
-CREATE TABLE schedules (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  cron TEXT NOT NULL,
-  scenario TEXT NOT NULL DEFAULT '',
-  suite TEXT NOT NULL DEFAULT '',
-  fabric TEXT NOT NULL DEFAULT '',
-  enabled INTEGER NOT NULL DEFAULT 1,
-  created_ms INTEGER NOT NULL,
-  last_fired_ms INTEGER NOT NULL DEFAULT 0,
-  last_result TEXT NOT NULL DEFAULT '',
-  CHECK ((scenario = '') <> (suite = ''))
-);
-
--- Only the SHA-256 of a secret is stored. Revoked tokens stay, so that the audit log's actor
--- names keep meaning something.
-CREATE TABLE tokens (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  name TEXT NOT NULL,
-  role TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
-  secret_hash TEXT NOT NULL UNIQUE,
-  created_ms INTEGER NOT NULL,
-  revoked_ms INTEGER NOT NULL DEFAULT 0,
-  last_used_ms INTEGER NOT NULL DEFAULT 0
-);
-
--- Append-only; paged newest first by id.
-CREATE TABLE audit (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  wall_ms INTEGER NOT NULL,
-  actor TEXT NOT NULL,
-  role TEXT NOT NULL DEFAULT '',
-  method TEXT NOT NULL,
-  path TEXT NOT NULL,
-  status INTEGER NOT NULL,
-  detail TEXT NOT NULL DEFAULT '{}'
-);
-)sql",
-};
-
-constexpr int kLatestVersion = static_cast<int>(kMigrations.size());
+int latestVersion() { return static_cast<int>(schemaMigrations().size()); }
 
 constexpr std::string_view kQueued = "queued";
 constexpr std::string_view kInterrupted = "interrupted";
@@ -368,7 +223,7 @@ Status migrate(sqlite3* db) {
   for (auto* s : {&begin, &commit, &rollback}) {
     if (!s->isOk()) return s->status();
   }
-  for (int version = 1; version <= kLatestVersion; ++version) {
+  for (int version = 1; version <= latestVersion(); ++version) {
     Transaction txn(*begin, *commit, *rollback);
     FC_RETURN_IF_ERROR(txn.begin());
     // Read under the write lock: two processes opening a fresh file at once must not both run
@@ -377,18 +232,18 @@ Status migrate(sqlite3* db) {
     if (!current.isOk()) return current.status();
     if (*current >= version) continue;
     std::string what = "apply migration " + std::to_string(version);
-    FC_RETURN_IF_ERROR(execScript(db, kMigrations[version - 1], what));
-    // PRAGMA takes no bound parameters; version is a loop counter bounded by kLatestVersion,
+    FC_RETURN_IF_ERROR(execScript(db, schemaMigrations()[version - 1], what));
+    // PRAGMA takes no bound parameters; version is a loop counter bounded by latestVersion(),
     // never outside input.
     FC_RETURN_IF_ERROR(execScript(db, "PRAGMA user_version = " + std::to_string(version), what));
     FC_RETURN_IF_ERROR(txn.commit().withContext(what));
   }
   auto current = userVersion(db);
   if (!current.isOk()) return current.status();
-  if (*current > kLatestVersion) {
+  if (*current > latestVersion()) {
     return Status(StatusCode::kFailedPrecondition, "schema version " + std::to_string(*current) +
                                                        " is newer than this binary supports (" +
-                                                       std::to_string(kLatestVersion) +
+                                                       std::to_string(latestVersion()) +
                                                        "); upgrade fabric-chaos");
   }
   return Status::ok();
@@ -424,6 +279,7 @@ struct Statements {
   Statement list_runs_all, list_runs_by_scenario, list_runs_by_state, list_runs_by_both;
 
   Statement insert_sample, list_samples, insert_event, list_events;
+  Statement insert_telemetry, list_telemetry;
 
   Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
   Statement list_unfinished_runs;
@@ -502,6 +358,11 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.list_samples,
        "SELECT rank, iteration, start_ms, duration_ms, bytes FROM samples WHERE run_id = ?1 "
        "ORDER BY rank, iteration, rowid"},
+      {&s.insert_telemetry,
+       "INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&s.list_telemetry,
+       "SELECT t_ms, source, metric, value FROM telemetry WHERE run_id = ?1 "
+       "ORDER BY source, metric, t_ms"},
       {&s.insert_event,
        "INSERT INTO events (run_id, t_ms, wall_ms, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&s.list_events,
@@ -883,6 +744,36 @@ class SqliteStore final : public Store {
       if (!status.isOk()) return mapRunForeignKey(status.withContext(what), run_id);
     }
     return txn.commit().withContext(what);
+  }
+
+  Status appendTelemetry(int64_t run_id, const std::vector<core::TelemetryPoint>& points) override {
+    if (points.empty()) return Status::ok();
+    std::lock_guard lock(mu_);
+    const std::string what = "append telemetry to run " + std::to_string(run_id);
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
+    for (const core::TelemetryPoint& p : points) {
+      Status status = execWith(st_.insert_telemetry, run_id, p.t_ms, p.source, p.metric, p.value);
+      if (!status.isOk()) return mapRunForeignKey(status.withContext(what), run_id);
+    }
+    return txn.commit().withContext(what);
+  }
+
+  Result<std::vector<core::TelemetryPoint>> telemetry(int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<core::TelemetryPoint> out;
+    Query q(st_.list_telemetry);
+    q.bind(1, run_id);
+    while (q.next()) {
+      core::TelemetryPoint p;
+      p.t_ms = q.real(0);
+      p.source = q.text(1);
+      p.metric = q.text(2);
+      p.value = q.int64(3);
+      out.push_back(std::move(p));
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("read telemetry of run " + std::to_string(run_id)));
+    return out;
   }
 
   Result<std::vector<core::Sample>> samples(int64_t run_id) override {

@@ -13,6 +13,7 @@
 
 #include "core/sample.h"
 #include "core/status.h"
+#include "core/telemetry.h"
 
 namespace fabric_chaos::store {
 
@@ -154,6 +155,11 @@ class Store {
   virtual core::Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) = 0;
   virtual core::Result<std::vector<core::Sample>> samples(
       int64_t run_id) = 0;  // by rank, iteration
+  // Telemetry: appended in batches (one transaction each); read back ordered by source, metric
+  // and time.
+  virtual core::Status appendTelemetry(int64_t run_id,
+                                       const std::vector<core::TelemetryPoint>& points) = 0;
+  virtual core::Result<std::vector<core::TelemetryPoint>> telemetry(int64_t run_id) = 0;
   virtual core::Status appendEvent(const EventRecord& event) = 0;
   virtual core::Result<std::vector<EventRecord>> events(int64_t run_id) = 0;  // by t_ms
 

@@ -1,9 +1,11 @@
 #include "injectors/sys/links.h"
 
+#include <arpa/inet.h>
 #include <linux/if.h>
 #include <linux/rtnetlink.h>
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
+#include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 
 #include <algorithm>
@@ -96,6 +98,38 @@ class NetlinkLinkControl : public LinkControl {
     std::sort(links.begin(), links.end(),
               [](const LinkInfo& a, const LinkInfo& b) { return a.ifname < b.ifname; });
     return links;
+  }
+
+  core::Result<std::vector<std::string>> ipv4Addresses(const std::string& netns,
+                                                       const std::string& ifname) override {
+    if (!isValidIfname(ifname)) return invalidIfname(ifname);
+    std::vector<std::string> addresses;
+    core::Status status = RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
+      auto link = fetchLink(sock, netns, ifname);
+      if (!link.isOk()) return link.status();
+      const int ifindex = rtnl_link_get_ifindex(link->get());
+      nl_cache* raw = nullptr;
+      if (int err = rtnl_addr_alloc_cache(sock, &raw); err < 0) {
+        return nlStatus(err, "cannot list the addresses of " + ifname);
+      }
+      CachePtr cache(raw);
+      for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
+           obj = nl_cache_get_next(obj)) {
+        auto* addr = reinterpret_cast<rtnl_addr*>(obj);
+        if (rtnl_addr_get_ifindex(addr) != ifindex || rtnl_addr_get_family(addr) != AF_INET) {
+          continue;
+        }
+        nl_addr* local = rtnl_addr_get_local(addr);
+        if (local == nullptr || nl_addr_get_len(local) != 4) continue;
+        char buf[INET_ADDRSTRLEN];
+        if (inet_ntop(AF_INET, nl_addr_get_binary_addr(local), buf, sizeof(buf)) != nullptr) {
+          addresses.emplace_back(buf);
+        }
+      }
+      return core::Status::ok();
+    });
+    if (!status.isOk()) return status;
+    return addresses;
   }
 
   // One RTM_NEWLINK that names the device (ifi_index 0) and changes IFF_UP only: no read of the

@@ -28,6 +28,10 @@ class LinkControl {
   // host. A namespace that does not exist is kNotFound.
   virtual core::Result<std::vector<LinkInfo>> listLinks(const std::string& netns) = 0;
   virtual core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) = 0;
+  // The IPv4 addresses on ifname, without prefix length ("10.200.0.3"), in the kernel's order:
+  // where a traffic fault's sink listens. A missing device is kNotFound.
+  virtual core::Result<std::vector<std::string>> ipv4Addresses(const std::string& netns,
+                                                               const std::string& ifname) = 0;
 };
 
 std::unique_ptr<LinkControl> makeNetlinkLinkControl();

@@ -16,6 +16,7 @@ struct EngineDeps {
   AgentDirectory* agents = nullptr;
   FabricCatalog* fabrics = nullptr;
   core::Clock* clock = nullptr;
+  SwitchTelemetry* switch_telemetry = nullptr;  // null: runs record no switch telemetry
 };
 
 struct EngineOptions {

@@ -192,6 +192,13 @@ Status RunExecution::run(const store::RunRecord& record) {
   // scheduled instant waits for it.
   FC_RETURN_IF_ERROR(timeline_.prepare(*plan));
 
+  telemetry_ = std::make_unique<TelemetrySampler>(
+      TelemetrySamplerDeps{
+          deps_.store, deps_.switch_telemetry, deps_.clock, run_id_, origin_ns_,
+          [this](const std::string& kind, json detail) { event(kind, std::move(detail)); }},
+      fabric_);
+  telemetry_->start();
+
   setState(RunState::kBaseline);
   const double baseline_start = msSinceOrigin();
   const double baseline_end = baseline_start + static_cast<double>(scenario.baseline_ms);
@@ -212,6 +219,7 @@ Status RunExecution::run(const store::RunRecord& record) {
   stopping_workload_ = true;  // from here a rank exit is expected, not a death
   workload_->stop(options_.stop_grace_ms);
   event("workload_stopped", json::object());
+  telemetry_->stop();  // all of it stored before the analysis reads it
 
   setState(RunState::kAnalysing);
   return analyse(scenario, baseline_start, baseline_end, observe_end);
@@ -346,12 +354,20 @@ AnalysisParams RunExecution::analysisParams(double baseline_start, double baseli
   return params;
 }
 
+std::vector<core::TelemetryPoint> RunExecution::storedTelemetry() {
+  auto telemetry = store().telemetry(run_id_);
+  if (telemetry.isOk()) return std::move(telemetry.value());
+  // The queues are context for the verdict, not part of it: the run is still analysed.
+  core::logWarn("run " + std::to_string(run_id_) + ": " + telemetry.status().toString());
+  return {};
+}
+
 Status RunExecution::analyse(const Scenario& scenario, double baseline_start, double baseline_end,
                              double observe_end) {
   auto samples = store().samples(run_id_);
   if (!samples.isOk()) return samples.status();
   MeasuredResult measured =
-      measuredResult(*samples, faultWindows(timeline_.windows()),
+      measuredResult(*samples, storedTelemetry(), faultWindows(timeline_.windows()),
                      analysisParams(baseline_start, baseline_end, observe_end), survived());
   auto verdicts = checkGates(scenario.gates, measured.analysis);
   const bool passed = allPassed(verdicts);
@@ -460,7 +476,8 @@ void RunExecution::event(const std::string& kind, json detail) {
 }
 
 void RunExecution::finish(RunState state, std::optional<double> score, const std::string& error) {
-  recorder_.flush();  // a final run has its whole timeline stored
+  if (telemetry_) telemetry_->stop();  // before the flush: its errors are events too
+  recorder_.flush();                   // a final run has its whole timeline stored
   {
     std::lock_guard lock(mu_);
     state_ = state;
@@ -505,7 +522,7 @@ std::string RunExecution::recordStop(int reverted, double reverted_ms) {
     auto samples = store().samples(run_id_);
     if (samples.isOk()) {
       MeasuredResult measured = measuredResult(
-          *samples, faultWindows(timeline_.windows()),
+          *samples, storedTelemetry(), faultWindows(timeline_.windows()),
           analysisParams(baseline_->first, baseline_->second, reverted_ms), survived());
       result_.update(measured.document);
     }

@@ -27,6 +27,7 @@
 #include "scenarios/engine/run_recorder.h"
 #include "scenarios/engine/run_result.h"
 #include "scenarios/engine/stop_conditions.h"
+#include "scenarios/engine/telemetry_sampler.h"
 #include "scenarios/model.h"
 #include "scenarios/plan.h"
 
@@ -75,6 +76,8 @@ class RunExecution : public agent::WorkloadListener {
   core::Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
                        double observe_end);
   double lastRevertMs(double fallback) const;
+  // The run's switch telemetry as stored so far; none (logged) when it cannot be read.
+  std::vector<core::TelemetryPoint> storedTelemetry();
 
   // Stop conditions.
   // Checks the time-based ones (max duration, low busbw) and returns the next instant one of them
@@ -113,6 +116,8 @@ class RunExecution : public agent::WorkloadListener {
   nlohmann::json result_ = nlohmann::json::object();
   RunRecorder recorder_;    // events and journal marks, written off the run thread
   FaultTimeline timeline_;  // run thread only, but for activeCount()
+  // The fabric's switch telemetry, from the baseline to the end of the run. Run thread only.
+  std::unique_ptr<TelemetrySampler> telemetry_;
   // analyse()'s verdict: state and score. Run thread only.
   std::optional<std::pair<core::RunState, std::optional<double>>> verdict_;
   std::optional<std::pair<double, double>> baseline_;  // run thread only

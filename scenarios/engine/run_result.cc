@@ -14,10 +14,12 @@ std::vector<FaultWindow> faultWindows(const std::map<int, std::pair<double, doub
 }
 
 MeasuredResult measuredResult(const std::vector<core::Sample>& samples,
+                              const std::vector<core::TelemetryPoint>& telemetry,
                               const std::vector<FaultWindow>& windows, const AnalysisParams& params,
                               bool survived) {
   MeasuredResult result;
   result.analysis = analyzeRun(samples, windows, params, survived);
+  attachCongestion(result.analysis, telemetry);
   json windows_json = json::array();
   for (const FaultWindow& w : windows) {
     windows_json.push_back({{"step", w.step}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}});

@@ -33,8 +33,10 @@ struct MeasuredResult {
 };
 
 // What a run that measured stores, whether it ran to its end or was stopped after its baseline:
-// the analysis of `samples` over `params`' span with the run's fault windows.
+// the analysis of `samples` over `params`' span with the run's fault windows, and of `telemetry`
+// (the switch queues) over those windows.
 MeasuredResult measuredResult(const std::vector<core::Sample>& samples,
+                              const std::vector<core::TelemetryPoint>& telemetry,
                               const std::vector<FaultWindow>& windows, const AnalysisParams& params,
                               bool survived);
 

@@ -19,6 +19,8 @@ core::Result<std::set<std::string>> runTargets(const Scenario& scenario, const F
   if (!plan.isOk()) return plan.status();
   for (const auto& action : *plan) {
     if (!action.target.host.empty()) targets.insert(prefix + "host/" + action.target.host);
+    for (const std::string& host : action.target.other_hosts)
+      targets.insert(prefix + "host/" + host);
     for (const std::string& key : injectors::lockKeys(action.target.target)) {
       targets.insert(prefix + key);
     }

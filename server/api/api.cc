@@ -60,6 +60,7 @@ constexpr Route kRoutes[] = {
     {"/v1/runs/:id/abort", {{"POST", internal::abortRun}}},
     {"/v1/runs/:id/samples", {{"GET", internal::getRunSamples}}},
     {"/v1/runs/:id/events", {{"GET", internal::getRunEvents}}},
+    {"/v1/runs/:id/telemetry", {{"GET", internal::getRunTelemetry}}},
     {"/v1/faults", {{"GET", internal::listFaults}}},
     {"/v1/faults/:id/revert", {{"POST", internal::revertFault}}},
     {"/v1/suites", {{"GET", internal::listSuites}}},

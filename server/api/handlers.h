@@ -52,13 +52,15 @@ Response createScenario(Context& ctx, const Call& call);
 Response replaceScenario(Context& ctx, const Call& call);
 Response deleteScenario(Context& ctx, const Call& call);
 
-// Runs: /v1/runs[/ID[/abort|/samples|/events]].
+// Runs: /v1/runs[/ID[/abort|/samples|/events|/telemetry]].
 Response listRuns(Context& ctx, const Call& call);
 Response createRun(Context& ctx, const Call& call);
 Response getRun(Context& ctx, const Call& call);
 Response abortRun(Context& ctx, const Call& call);
 Response getRunSamples(Context& ctx, const Call& call);
 Response getRunEvents(Context& ctx, const Call& call);
+// GET /v1/runs/ID/telemetry[?source=&metric=&after_ms=] (telemetry_handlers.cc).
+Response getRunTelemetry(Context& ctx, const Call& call);
 
 // Faults in force (fault_handlers.cc): GET /v1/faults, POST /v1/faults/ID/revert.
 Response listFaults(Context& ctx, const Call& call);

@@ -10,6 +10,7 @@
 #include "scenarios/analysis.h"
 #include "scenarios/validate.h"
 #include "server/api/handlers.h"
+#include "server/api/run_lookup.h"
 #include "server/api/util.h"
 
 namespace fabric_chaos::api::internal {
@@ -22,17 +23,6 @@ namespace {
 
 constexpr int kDefaultRunLimit = 100;
 constexpr int kMaxRunLimit = 1000;
-
-core::Result<int64_t> runIdFrom(const Call& call) {
-  return parseInteger(call.params.at(0), "run id");
-}
-
-// The run named by the path, or the error Response to return (400 for a bad id, 404).
-core::Result<store::RunRecord> runFrom(Context& ctx, const Call& call) {
-  auto id = runIdFrom(call);
-  if (!id) return id.status();
-  return ctx.deps.store->getRun(id.value());
-}
 
 Status fabricNotRegistered(const std::string& fabric) {
   return Status(StatusCode::kUnprocessable,
@@ -274,18 +264,9 @@ Response getRunSamples(Context& ctx, const Call& call) {
     if (!parsed) return errorResponse(parsed.status());
     rank = parsed.value();
   }
-  std::optional<double> after_ms;
-  if (auto it = call.query.find("after_ms"); it != call.query.end()) {
-    char* end = nullptr;
-    const double value = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
-        !std::isfinite(value)) {
-      return errorResponse(Status(
-          StatusCode::kInvalidArgument,
-          "after_ms: must be a number of run-relative milliseconds, got \"" + it->second + "\""));
-    }
-    after_ms = value;
-  }
+  auto after = runMsFrom(call, "after_ms");
+  if (!after) return errorResponse(after.status());
+  const std::optional<double> after_ms = after.value();
   auto samples = ctx.deps.store->samples(run->id);
   if (!samples) return errorResponse(samples.status());
 

@@ -270,10 +270,16 @@ TEST(CheckTargetAllowed, Rules) {
                 .message()
                 .find("no entries for process targets"),
             std::string::npos);
-  // Not even a traffic set whose every endpoint is listed: traffic is not an interface change.
-  EXPECT_FALSE(checkTargetAllowed(injectors::TrafficSetTarget{{{"ns", "eth1"}}, {{"ns", "eth1"}}},
-                                  {"ns/eth1"}, {})
-                   .isOk());
+  // A traffic set is allowed when every endpoint is, and refused naming the first that is not.
+  EXPECT_TRUE(checkTargetAllowed(injectors::TrafficSetTarget{{{"ns", "eth1"}}, {{"ns2", "eth0"}}},
+                                 {"ns/eth1", "ns2/eth0"}, {})
+                  .isOk());
+  const core::Status traffic = checkTargetAllowed(
+      injectors::TrafficSetTarget{{{"ns", "eth1"}}, {{"ns2", "eth0"}}}, {"ns/eth1"}, {});
+  EXPECT_EQ(traffic.code(), core::StatusCode::kPermissionDenied);
+  EXPECT_NE(traffic.message().find("fault target ns2/eth0 is not on this agent's allowlist"),
+            std::string::npos)
+      << traffic.message();
 }
 
 // ---------------------------------------------------------------------------------------------

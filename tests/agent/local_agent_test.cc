@@ -259,7 +259,7 @@ TEST_F(GuardedLocalAgent, ATargetThatIsNotAnInterfaceIsRefusedAndNothingIsTouche
             "entries for rdma_port targets");
   EXPECT_EQ(agent->applyFault(rdma).code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(
-      agent->checkTarget(injectors::TrafficSetTarget{{{"fcl-sw0", "p0"}}, {{"fcl-sw0", "p0"}}})
+      agent->checkTarget(injectors::TrafficSetTarget{{{"fcl-sw0", "p0"}}, {{"fcl-sw0", "p9"}}})
           .code(),
       StatusCode::kPermissionDenied);
   // Revert skips the guard (recovery must always work), and the kind itself refuses the type.

@@ -684,6 +684,43 @@ TEST_F(ApiTest, RunSamplesWorldFromScenarioHosts) {
                    scenarios::busBandwidthGBps(1 << 20, 4.0, 3));
 }
 
+TEST_F(ApiTest, RunTelemetryGroupsPointsIntoSeries) {
+  const int64_t id = seedRun();
+  ASSERT_TRUE(store_
+                  ->appendTelemetry(id, {{100, "sw0/p3/best_effort", "tx_bytes", 1000},
+                                         {0, "sw0/p3/best_effort", "tx_bytes", 0},
+                                         {0, "sw0/p3/best_effort", "backlog_bytes", 64000},
+                                         {100, "sw0/p3/best_effort", "backlog_bytes", 3000},
+                                         {0, "sw0/p1/lossless", "drops", 2}})
+                  .isOk());
+  const std::string base = "/v1/runs/" + std::to_string(id) + "/telemetry";
+  Response response = call("GET", base);
+  ASSERT_EQ(response.status, 200) << response.body;
+  json body = parse(response);
+  EXPECT_EQ(body["run_id"], id);
+  ASSERT_EQ(body["series"].size(), 3u);
+  EXPECT_EQ(body["series"][0], (json{{"source", "sw0/p1/lossless"},
+                                     {"switch", "sw0"},
+                                     {"port", "p1"},
+                                     {"queue", "lossless"},
+                                     {"metric", "drops"},
+                                     {"kind", "counter"},
+                                     {"t_ms", {0.0}},
+                                     {"values", {2}}}));
+  EXPECT_EQ(body["series"][1]["metric"], "backlog_bytes");
+  EXPECT_EQ(body["series"][1]["kind"], "gauge");
+  EXPECT_EQ(body["series"][1]["values"], (json{64000, 3000}));
+  EXPECT_EQ(body["series"][2]["t_ms"], (json{0.0, 100.0}));
+  EXPECT_EQ(body["series"][2]["values"], (json{0, 1000}));
+
+  body = parse(call("GET", base + "?source=sw0/p3/best_effort&metric=tx_bytes&after_ms=50"));
+  ASSERT_EQ(body["series"].size(), 1u);
+  EXPECT_EQ(body["series"][0]["values"], (json{1000}));
+  EXPECT_TRUE(parse(call("GET", base + "?metric=ecn_marked"))["series"].empty());
+  expectError(call("GET", base + "?after_ms=soon"), 400, "INVALID_ARGUMENT", "after_ms");
+  expectError(call("GET", "/v1/runs/4242/telemetry"), 404, "NOT_FOUND", "run 4242");
+}
+
 TEST_F(ApiTest, RunEvents) {
   const int64_t id = seedRun();
   Response response = call("GET", "/v1/runs/" + std::to_string(id) + "/events");

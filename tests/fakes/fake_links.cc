@@ -81,4 +81,19 @@ core::Status FakeLinks::setAdminUp(const std::string& netns, const std::string& 
   return core::Status::ok();
 }
 
+void FakeLinks::setIpv4(const std::string& netns, const std::string& ifname,
+                        std::vector<std::string> addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ipv4_[{netns, ifname}] = std::move(addresses);
+}
+
+core::Result<std::vector<std::string>> FakeLinks::ipv4Addresses(const std::string& netns,
+                                                                const std::string& ifname) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back("ipv4Addresses " + netns + "/" + ifname);
+  if (links_.count({netns, ifname}) == 0) return noSuchDevice(netns, ifname);
+  auto it = ipv4_.find({netns, ifname});
+  return it == ipv4_.end() ? std::vector<std::string>{} : it->second;
+}
+
 }  // namespace fabric_chaos::fakes

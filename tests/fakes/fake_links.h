@@ -22,6 +22,10 @@ class FakeLinks : public sys::LinkControl {
   void removeLink(const std::string& netns, const std::string& ifname);
   std::optional<sys::LinkInfo> link(const std::string& netns, const std::string& ifname) const;
 
+  // The IPv4 addresses ipv4Addresses() returns for an existing link (none by default).
+  void setIpv4(const std::string& netns, const std::string& ifname,
+               std::vector<std::string> addresses);
+
   // The nth setAdminUp call (1-based) fails with status and changes nothing.
   void failOnCall(int n, core::Status status);
   int mutatingCalls() const;
@@ -32,11 +36,14 @@ class FakeLinks : public sys::LinkControl {
   core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) override;
   // Every link added in netns, sorted by name; an unknown namespace is an empty list.
   core::Result<std::vector<sys::LinkInfo>> listLinks(const std::string& netns) override;
+  core::Result<std::vector<std::string>> ipv4Addresses(const std::string& netns,
+                                                       const std::string& ifname) override;
 
  private:
   using Key = std::pair<std::string, std::string>;
   mutable std::mutex mu_;
   std::map<Key, sys::LinkInfo> links_;
+  std::map<Key, std::vector<std::string>> ipv4_;
   std::vector<std::string> calls_;
   FailSchedule schedule_;
   int next_ifindex_ = 2;

@@ -16,6 +16,7 @@
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
+#include "injectors/traffic/incast.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -133,7 +134,7 @@ TEST(KindSpecTest, CapabilitiesJsonCarriesTheWholeDeclaration) {
 // passes its own check, and the kinds are sorted and unique.
 TEST(KindSpecTest, EveryDeclarationIsConsistent) {
   const auto& specs = kindSpecs();
-  ASSERT_EQ(specs.size(), 4u);
+  ASSERT_EQ(specs.size(), 5u);
   for (size_t i = 1; i < specs.size(); ++i) EXPECT_LT(specs[i - 1]->kind, specs[i]->kind);
   for (const KindSpec* declared : specs) {
     const KindSpec& spec = *declared;
@@ -163,7 +164,8 @@ TEST(KindSpecTest, InjectorsServeTheirDeclaration) {
   LinkFlap flap(nullptr);
   Netem netem(nullptr, false, "no qdisc adapter");
   PacketLoss loss(LossBackend::kNftables, nullptr, nullptr, "test");
-  for (const Injector* injector : std::vector<const Injector*>{&flap, &netem, &loss}) {
+  Incast incast(nullptr, nullptr, "");
+  for (const Injector* injector : std::vector<const Injector*>{&flap, &netem, &loss, &incast}) {
     const KindSpec* declared = findKindSpec(injector->info().kind);
     ASSERT_NE(declared, nullptr) << injector->info().kind;
     EXPECT_EQ(&injector->spec(), declared);

@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "injectors/sys/emitters.h"
+#include "tests/fakes/fake_emitters.h"
 #include "tests/fakes/fake_links.h"
 
 namespace fabric_chaos::injectors {
@@ -15,32 +15,6 @@ namespace {
 
 using core::Status;
 using core::StatusCode;
-
-class FakeEmitters : public sys::Emitters {
- public:
-  Status start(const sys::EmitterSpec& spec) override {
-    if (!start_result.isOk()) return start_result;
-    started.push_back(spec);
-    if (running.count(spec.key) == 0) running[spec.key] = {true, 4242, {}, {{"frames", 7}}, 1, ""};
-    return Status::ok();
-  }
-  core::Result<sys::EmitterState> state(const std::string& key) override {
-    auto it = running.find(key);
-    if (it == running.end()) return Status(StatusCode::kNotFound, "no emitter " + key);
-    return it->second;
-  }
-  core::Result<sys::EmitterState> stop(const std::string& key, int grace_ms) override {
-    stopped.push_back(key + " " + std::to_string(grace_ms));
-    running.erase(key);
-    return sys::EmitterState{};
-  }
-  int stopRecorded(int) override { return 0; }
-
-  Status start_result;
-  std::vector<sys::EmitterSpec> started;
-  std::vector<std::string> stopped;
-  std::map<std::string, sys::EmitterState> running;
-};
 
 Fault stormOn(const std::string& netns, const std::string& ifname, json params) {
   return Fault{"pfc_storm", InterfaceTarget{netns, ifname}, std::move(params)};
@@ -50,7 +24,7 @@ class PfcStormTest : public ::testing::Test {
  protected:
   void SetUp() override { links_.addLink("fcl-h1", {"eth0", 0, true, true, "", ""}); }
   fakes::FakeLinks links_;
-  FakeEmitters emitters_;
+  fakes::FakeEmitters emitters_;
   PfcStorm storm_{&links_, &emitters_, "/usr/bin/fabric-chaos"};
 };
 

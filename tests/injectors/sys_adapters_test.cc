@@ -29,6 +29,7 @@
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/process.h"
 #include "injectors/sys/qdisc.h"
+#include "injectors/sys/qdisc_stats.h"
 
 namespace fabric_chaos {
 namespace {
@@ -274,6 +275,58 @@ TEST_F(SysAdaptersTest, LinksGetAndSetAdminUpAgreeWithIpLink) {
   info = links->getLink(ns_a_, "va");
   ASSERT_TRUE(info.isOk());
   EXPECT_TRUE(info->admin_up);
+}
+
+TEST_F(SysAdaptersTest, Ipv4AddressesAgreeWithIpAddr) {
+  auto links = sys::makeNetlinkLinkControl();
+  auto addresses = links->ipv4Addresses(ns_a_, "va");
+  ASSERT_TRUE(addresses.isOk()) << addresses.status().toString();
+  EXPECT_EQ(*addresses, (std::vector<std::string>{subnet_ + "1"}));
+  ASSERT_EQ(sh("ip -n " + ns_a_ + " addr add " + subnet_ + "9/24 dev va").exit_code, 0);
+  addresses = links->ipv4Addresses(ns_a_, "va");
+  ASSERT_TRUE(addresses.isOk());
+  EXPECT_EQ(*addresses, (std::vector<std::string>{subnet_ + "1", subnet_ + "9"}));
+  addresses = links->ipv4Addresses(ns_a_, "lo");
+  ASSERT_TRUE(addresses.isOk());
+  EXPECT_EQ(*addresses, (std::vector<std::string>{"127.0.0.1"}));
+  EXPECT_EQ(links->ipv4Addresses(ns_a_, "nope0").status().code(), core::StatusCode::kNotFound);
+}
+
+// The counters the switch telemetry samples, against `tc -s -j qdisc` on the same qdisc: a 1 Mbit/s
+// tbf with a 3000-byte queue on b's end, which the echo replies to 30 pings in flight overflow (the
+// kernel's replies, unlike a socket's sends, are not held back by the sender's own buffer).
+TEST_F(SysAdaptersTest, QdiscCountersAgreeWithTcS) {
+  ASSERT_EQ(sh("tc -n " + ns_b_ +
+               " qdisc add dev vb root handle 5: tbf rate 1mbit burst 1600 "
+               "limit 3000")
+                .exit_code,
+            0);
+  sh("ip netns exec " + ns_a_ + " ping -f -l 30 -c 300 -s 1400 -W 1 -q " + subnet_ + "2");
+  auto counters = sys::readQdiscCounters(ns_b_);
+  ASSERT_TRUE(counters.isOk()) << counters.status().toString();
+  const sys::QdiscCounters* tbf = nullptr;
+  for (const auto& q : *counters) {
+    if (q.ifname == "vb" && q.kind == "tbf") tbf = &q;
+  }
+  ASSERT_NE(tbf, nullptr);
+  EXPECT_EQ(sys::formatHandle(tbf->handle), "5:");
+  EXPECT_EQ(sys::formatHandle(tbf->parent), "root");
+  const json tc =
+      json::parse(sh("tc -n " + ns_b_ + " -s -j qdisc show dev vb root").out, nullptr, false);
+  ASSERT_TRUE(tc.is_array() && !tc.empty()) << tc.dump();
+  // Read again, after tc: nothing sends any more, so both reads see the same counters.
+  counters = sys::readQdiscCounters(ns_b_);
+  ASSERT_TRUE(counters.isOk());
+  for (const auto& q : *counters) {
+    if (q.ifname == "vb" && q.kind == "tbf") tbf = &q;
+  }
+  EXPECT_EQ(tbf->bytes, tc[0].value("bytes", uint64_t{0}));
+  EXPECT_EQ(tbf->packets, tc[0].value("packets", uint64_t{0}));
+  EXPECT_EQ(tbf->drops, tc[0].value("drops", uint64_t{0}));
+  EXPECT_GT(tbf->drops, 0u) << "a 3000-byte queue at 1 Mbit/s never overflowed";
+  EXPECT_GT(tbf->packets, 10u);
+  EXPECT_EQ(sys::formatHandle(0x00010020), "1:20");
+  EXPECT_EQ(sys::readQdiscCounters("fct-no-such-ns").status().code(), core::StatusCode::kNotFound);
 }
 
 TEST_F(SysAdaptersTest, LinksReportMissingDevicesAndNamespaces) {

@@ -353,6 +353,27 @@ std::string makeTempDir() {
   return dir == nullptr ? "" : dir;
 }
 
+nlohmann::json qdiscStats(const std::string& netns, const std::string& port,
+                          const std::string& handle) {
+  const CommandOutput out = runShell("tc -n " + netns + " -s -j qdisc show dev " + port);
+  const nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, false);
+  if (doc.is_array()) {
+    for (const auto& entry : doc) {
+      if (entry.value("handle", "") == handle) return entry;
+    }
+  }
+  return nlohmann::json();
+}
+
+int64_t htbClassBytes(const std::string& netns, const std::string& port,
+                      const std::string& classid) {
+  const std::string out = runShell("tc -n " + netns + " -s class show dev " + port).out;
+  const std::regex sent("class htb " + classid + " [^\\n]*\\n Sent (\\d+) bytes");
+  std::smatch match;
+  if (!std::regex_search(out, match, sent)) return -1;
+  return std::stoll(match[1].str());
+}
+
 int64_t startRun(int port, const nlohmann::json& scenario) {
   auto reply = httpRequest(port, "POST", "/v1/runs", nlohmann::json{{"scenario", scenario}}.dump());
   EXPECT_EQ(reply.status, 202) << reply.body;

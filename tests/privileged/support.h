@@ -173,6 +173,14 @@ std::string readFile(const std::string& path);
 // by the fork — mentions `dir`: only the guardians of one test's serves, whatever else runs here.
 std::vector<int> guardiansOf(const std::string& dir);
 
+// A modelled lab port's counters as tc reports them (independent of the product's code):
+// `tc -s -j qdisc show` of one qdisc by handle ("20:"), null when absent; the bytes an htb class
+// sent, from `tc -s class` (iproute2 6.1 prints htb classes as text only), -1 when absent.
+nlohmann::json qdiscStats(const std::string& netns, const std::string& port,
+                          const std::string& handle);
+int64_t htbClassBytes(const std::string& netns, const std::string& port,
+                      const std::string& classid);
+
 // POST /v1/runs {"scenario": scenario} on serve at port; expects 202 and returns the run's id (0
 // when it was refused).
 int64_t startRun(int port, const nlohmann::json& scenario);

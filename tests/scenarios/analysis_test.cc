@@ -485,6 +485,42 @@ INSTANTIATE_TEST_SUITE_P(
                  false}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A hot spot slows the ring without stopping it: the tail of the iteration times is what a user
+// gates on. Baseline iterations take 10 ms; during [2000, 3000) every fifth takes 40 ms.
+double tailDuringFault(double start) {
+  if (start < 2000 || start >= 3000) return 10;
+  return static_cast<int64_t>(start) % 100 == 0 ? 40 : 20;
+}
+
+TEST(AnalysisTest, IterationTimePercentilesDuringTheFaultAgainstTheBaseline) {
+  const RunAnalysis run = analyzeRun(series(0, 5000, tailDuringFault), oneFault(), params(), true);
+  ASSERT_EQ(run.steps.size(), 1u);
+  const StepMetrics& m = run.steps[0];
+  EXPECT_EQ(m.baseline_iteration.iterations, 50);  // [0, 1000) every 20 ms
+  EXPECT_DOUBLE_EQ(m.baseline_iteration.p50_ms, 10);
+  EXPECT_DOUBLE_EQ(m.baseline_iteration.p99_ms, 10);
+  ASSERT_GT(m.fault_iteration.iterations, 20);
+  EXPECT_DOUBLE_EQ(m.fault_iteration.p50_ms, 20);
+  EXPECT_DOUBLE_EQ(m.fault_iteration.p99_ms, 40);
+  EXPECT_DOUBLE_EQ(m.fault_iteration.p999_ms, 40);
+  ASSERT_TRUE(m.p99_slowdown.has_value());
+  EXPECT_DOUBLE_EQ(*m.p99_slowdown, 4.0);
+
+  Gates loose;
+  loose.require_survival = false;
+  loose.max_p99_slowdown = 4.5;
+  auto verdicts = checkGates(loose, run);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_TRUE(verdicts[0].passed);
+  EXPECT_EQ(verdicts[0].detail,
+            "every step's p99 iteration time <= 4.50 x baseline (largest 4.00)");
+  Gates tight = loose;
+  tight.max_p99_slowdown = 3;
+  verdicts = checkGates(tight, run);
+  EXPECT_FALSE(verdicts[0].passed);
+  EXPECT_EQ(verdicts[0].detail, "step 1 p99 iteration time 40.0 ms = 4.00 x baseline > 3.00");
+}
+
 TEST(AnalysisTest, ScoreGateOnUnscoredRunQuotesTheNote) {
   RunAnalysis run;
   run.note = "rank 0 has no iteration inside the baseline window [0.0, 5.0] ms";
@@ -519,6 +555,10 @@ TEST(AnalysisTest, StepJsonUsesFieldNamesAndNulls) {
       {"time_to_detect_ms", nullptr},
       {"time_to_recover_ms", 7.0},
       {"longest_stall_ms", 9.0},
+      {"baseline_iteration_ms", {{"iterations", 0}, {"p50", 0.0}, {"p99", 0.0}, {"p999", 0.0}}},
+      {"fault_iteration_ms", {{"iterations", 0}, {"p50", 0.0}, {"p99", 0.0}, {"p999", 0.0}}},
+      {"p99_slowdown", nullptr},
+      {"hottest_queue", nullptr},
       {"survived", true},
       {"recovered", true},
       {"score", 61.5},

@@ -130,6 +130,21 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("packet-loss"));
   EXPECT_TRUE(names.count("netem-delay"));
   EXPECT_TRUE(names.count("roce-loss"));
+  EXPECT_TRUE(names.count("incast-4to1"));
+}
+
+TEST(LibraryTest, Incast4to1SendsFromEveryOtherHostIntoH3) {
+  const Scenario s = load("incast-4to1.json");
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].kind, "incast");
+  EXPECT_TRUE(s.steps[0].target.sources.empty()) << "every other host of the lab sends";
+  EXPECT_EQ(s.workload.hosts, (std::vector<std::string>{"h0", "h1", "h2", "h3"}));
+  auto plan = planFaults(s, netnsLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ(injectors::describe((*plan)[0].target.target),
+            "traffic from fcl-h0/eth0, fcl-h1/eth0, fcl-h2/eth0 to fcl-h3/eth0");
+  EXPECT_EQ((*plan)[0].target.other_hosts, (std::vector<std::string>{"h0", "h1", "h2"}));
 }
 
 void expectCommonWorkload(const Scenario& s) {

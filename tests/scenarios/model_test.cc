@@ -31,9 +31,19 @@ json validDoc() {
     "recovered_after": 3,
     "max_duration_ms": 120000,
     "gates": {"min_score": 20, "max_recovery_ms": 4000, "min_retained": 0.5,
-              "require_survival": false},
+              "max_p99_slowdown": 3, "require_survival": false},
     "stop_conditions": {"min_busbw_fraction": 0.05, "for_ms": 2000, "on_rank_death": false}
   })");
+}
+
+TEST(ParseScenarioTest, ATrafficTargetNamesItsSources) {
+  json doc = validDoc();
+  doc["steps"][0]["target"]["sources"] = {"h0", "h2"};
+  auto parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->steps[0].target.sources, (std::vector<std::string>{"h0", "h2"}));
+  EXPECT_EQ(parsed->steps[0].target.describe(), "host h1 from h0, h2");
+  EXPECT_EQ(toJson(*parsed)["steps"][0]["target"]["sources"], (json{"h0", "h2"}));
 }
 
 TEST(ParseScenarioTest, ParsesEveryField) {
@@ -68,6 +78,7 @@ TEST(ParseScenarioTest, ParsesEveryField) {
   EXPECT_EQ(s.gates.min_score, 20.0);
   EXPECT_EQ(s.gates.max_recovery_ms, 4000.0);
   EXPECT_EQ(s.gates.min_retained, 0.5);
+  EXPECT_EQ(s.gates.max_p99_slowdown, 3.0);
   EXPECT_FALSE(s.gates.require_survival);
   EXPECT_EQ(s.stop_conditions.min_busbw_fraction, 0.05);
   EXPECT_EQ(s.stop_conditions.for_ms, 2000);
@@ -256,6 +267,17 @@ std::vector<ParseErrorCase> parseErrorCases() {
        "gates.max_recovery_ms: must be a non-negative number"},
       {"MinRetained", [](json& d) { d["gates"]["min_retained"] = 1.5; },
        "gates.min_retained: must be a number in [0, 1]"},
+      {"MaxP99Slowdown", [](json& d) { d["gates"]["max_p99_slowdown"] = 0.5; },
+       "gates.max_p99_slowdown: must be a number of at least 1"},
+      {"SourcesEmpty", [](json& d) { d["steps"][0]["target"]["sources"] = json::array(); },
+       "steps[0].target.sources: must be a non-empty array of host names"},
+      {"SourcesTwice",
+       [](json& d) {
+         d["steps"][0]["target"]["sources"] = {"h0", "h0"};
+       },
+       "steps[0].target.sources[1]: host h0 is listed twice"},
+      {"SourcesNotString", [](json& d) { d["steps"][0]["target"]["sources"] = {1}; },
+       "steps[0].target.sources[0]: must be a non-empty string"},
       {"RequireSurvival", [](json& d) { d["gates"]["require_survival"] = "yes"; },
        "gates.require_survival: must be true or false"},
       {"StopNotObject", [](json& d) { d["stop_conditions"] = 1; },

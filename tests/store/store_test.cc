@@ -45,7 +45,7 @@ class StoreTest : public ::testing::Test {
 };
 
 TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
-  EXPECT_EQ(store_->schemaVersion(), 2);
+  EXPECT_EQ(store_->schemaVersion(), 3);
   ASSERT_TRUE(store_->putScenario("flap", json{{"steps", 3}}, false).isOk());
   int64_t run = newRun("flap");
   ASSERT_TRUE(store_->appendSamples(run, {{0, 1, 10.0, 2.5, 1024}}).isOk());
@@ -53,7 +53,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 
   store_ = openOrDie(path_);
   ASSERT_NE(store_, nullptr);
-  EXPECT_EQ(store_->schemaVersion(), 2);
+  EXPECT_EQ(store_->schemaVersion(), 3);
   auto scenario = store_->getScenario("flap");
   ASSERT_TRUE(scenario.isOk()) << scenario.status().toString();
   EXPECT_EQ(scenario->document, (json{{"steps", 3}}));
@@ -69,7 +69,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 TEST_F(StoreTest, FileIsInWalModeWithTheSchemaInPlace) {
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "2");
+  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "3");
   test_support::expectTables(
       raw, {"scenarios", "runs", "run_transitions", "events", "samples", "journal"});
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' "
@@ -92,7 +92,7 @@ TEST_F(StoreTest, RefusesASchemaNewerThanTheBinary) {
 TEST(StoreMemoryTest, OpensInMemory) {
   auto store = Store::open(":memory:");
   ASSERT_TRUE(store.isOk()) << store.status().toString();
-  EXPECT_EQ((*store)->schemaVersion(), 2);
+  EXPECT_EQ((*store)->schemaVersion(), 3);
 }
 
 TEST_F(StoreTest, ScenariosCrudAndBuiltinProtection) {
@@ -245,6 +245,31 @@ TEST_F(StoreTest, ListRunsFiltersNewestFirst) {
   EXPECT_EQ(ids(*store_->listRuns(filter("a", "", 2))), (std::vector<int64_t>{a3, a2}));
   EXPECT_TRUE(store_->listRuns(filter("zzz", ""))->empty());
   EXPECT_EQ(store_->listRuns(filter("", "", 0)).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StoreTest, TelemetryRoundTripsOrderedBySourceMetricAndTime) {
+  int64_t run = newRun();
+  std::vector<core::TelemetryPoint> batch;
+  for (int tick = 9; tick >= 0; --tick) {
+    for (const char* source : {"sw0/p3/best_effort", "sw0/p1/lossless"}) {
+      batch.push_back({tick * 100.0, source, "tx_bytes", int64_t{tick} * 12'500'000});
+      batch.push_back({tick * 100.0, source, "backlog_bytes", tick % 3});
+    }
+  }
+  ASSERT_TRUE(store_->appendTelemetry(run, batch).isOk());
+  ASSERT_TRUE(store_->appendTelemetry(run, {}).isOk());
+  auto got = store_->telemetry(run);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  ASSERT_EQ(got->size(), batch.size());
+  EXPECT_EQ((*got)[0].source, "sw0/p1/lossless");
+  EXPECT_EQ((*got)[0].metric, "backlog_bytes");
+  EXPECT_DOUBLE_EQ((*got)[0].t_ms, 0);
+  EXPECT_DOUBLE_EQ((*got)[9].t_ms, 900);
+  EXPECT_EQ((*got)[10].metric, "tx_bytes");
+  EXPECT_EQ(got->back().source, "sw0/p3/best_effort");
+  EXPECT_EQ(got->back().value, 112'500'000);
+  EXPECT_EQ(store_->appendTelemetry(run + 100, batch).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store_->telemetry(run + 100)->empty());
 }
 
 TEST_F(StoreTest, SamplesRoundTripOrderedByRankAndIteration) {

@@ -1,0 +1,70 @@
+#include "scenarios/congestion.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+// One metric of one queue over the window.
+struct Span {
+  std::optional<int64_t> before;  // last reading at or before the start
+  std::optional<int64_t> first;   // first reading inside the window
+  std::optional<int64_t> last;    // last reading inside the window
+  int64_t peak = 0;               // largest reading inside the window
+};
+
+int64_t difference(const Span& span) {
+  if (!span.last) return 0;
+  const int64_t from = span.before ? *span.before : span.first.value_or(*span.last);
+  return std::max<int64_t>(0, *span.last - from);
+}
+
+}  // namespace
+
+std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoint>& points,
+                                            double start_ms, double end_ms) {
+  std::map<std::string, std::map<std::string, Span>> queues;
+  for (const core::TelemetryPoint& p : points) {
+    if (p.t_ms > end_ms) continue;
+    Span& span = queues[p.source][p.metric];
+    if (p.t_ms <= start_ms) {
+      span.before = p.value;  // points of one series come in time order
+      continue;
+    }
+    if (!span.first) span.first = p.value;
+    span.last = p.value;
+    span.peak = std::max(span.peak, p.value);
+  }
+  std::optional<QueueCongestion> hottest;
+  for (const auto& [source, metrics] : queues) {
+    auto tx = metrics.find("tx_bytes");
+    if (tx == metrics.end() || !tx->second.last) continue;  // not read inside the window
+    QueueCongestion q;
+    q.source = source;
+    q.tx_bytes = difference(tx->second);
+    if (auto it = metrics.find("drops"); it != metrics.end()) q.drops = difference(it->second);
+    if (auto it = metrics.find("ecn_marked"); it != metrics.end()) {
+      q.ecn_marked = difference(it->second);
+    }
+    if (auto it = metrics.find("backlog_bytes"); it != metrics.end()) {
+      q.peak_backlog_bytes = it->second.peak;
+    }
+    auto rank = [](const QueueCongestion& c) {
+      return std::make_tuple(c.drops, c.ecn_marked, c.tx_bytes);
+    };
+    if (!hottest || rank(q) > rank(*hottest)) hottest = q;
+  }
+  return hottest;
+}
+
+nlohmann::json toJson(const QueueCongestion& congestion) {
+  return {{"source", congestion.source},
+          {"tx_bytes", congestion.tx_bytes},
+          {"drops", congestion.drops},
+          {"ecn_marked", congestion.ecn_marked},
+          {"peak_backlog_bytes", congestion.peak_backlog_bytes}};
+}
+
+}  // namespace fabric_chaos::scenarios

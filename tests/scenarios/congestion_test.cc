@@ -1,0 +1,72 @@
+// The hottest queue of a fault window from switch telemetry: counter differences across the
+// window's ends, the peak backlog inside it, and the ranking by drops, then marks, then bytes.
+
+#include "scenarios/congestion.h"
+
+#include <gtest/gtest.h>
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::TelemetryPoint;
+
+// One queue read every 100 ms from 0 to 1000 ms: tx grows 1000 per tick, drops `drops_per_tick`
+// from 300 ms to 600 ms, backlog 1000 * tick inside [300, 600].
+std::vector<TelemetryPoint> queue(const std::string& source, int64_t drops_per_tick) {
+  std::vector<TelemetryPoint> points;
+  int64_t drops = 0;
+  for (int tick = 0; tick <= 10; ++tick) {
+    const double t = tick * 100.0;
+    const bool hot = t > 300 && t <= 600;
+    if (hot) drops += drops_per_tick;
+    points.push_back({t, source, "backlog_bytes", hot ? 1000 * tick : 0});
+    points.push_back({t, source, "drops", drops});
+    points.push_back({t, source, "tx_bytes", 1000 * tick});
+  }
+  return points;
+}
+
+TEST(CongestionTest, TheQueueThatDroppedMostDuringTheWindow) {
+  std::vector<TelemetryPoint> points = queue("sw0/p1/best_effort", 1);
+  const auto hot = queue("sw0/p3/best_effort", 5);
+  points.insert(points.end(), hot.begin(), hot.end());
+  const auto q = hottestQueue(points, 250, 650);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->source, "sw0/p3/best_effort");
+  EXPECT_EQ(q->drops, 15);       // ticks 400, 500, 600
+  EXPECT_EQ(q->tx_bytes, 4000);  // 6000 at 600 ms - 2000 at 200 ms
+  EXPECT_EQ(q->peak_backlog_bytes, 6000);
+  EXPECT_EQ(q->ecn_marked, 0);
+  EXPECT_EQ(toJson(*q), (nlohmann::json{{"source", "sw0/p3/best_effort"},
+                                        {"tx_bytes", 4000},
+                                        {"drops", 15},
+                                        {"ecn_marked", 0},
+                                        {"peak_backlog_bytes", 6000}}));
+}
+
+TEST(CongestionTest, WithoutDropsMarksThenBytesDecide) {
+  std::vector<TelemetryPoint> points = {{0, "a", "tx_bytes", 0},   {100, "a", "tx_bytes", 900},
+                                        {0, "b", "tx_bytes", 0},   {100, "b", "tx_bytes", 10},
+                                        {0, "b", "ecn_marked", 0}, {100, "b", "ecn_marked", 3}};
+  auto q = hottestQueue(points, 0, 100);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->source, "b");
+  EXPECT_EQ(q->ecn_marked, 3);
+  points.resize(4);
+  q = hottestQueue(points, 0, 100);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->source, "a");
+}
+
+TEST(CongestionTest, AWindowWithoutReadingsHasNoHottestQueue) {
+  const auto points = queue("sw0/p1/best_effort", 1);
+  EXPECT_FALSE(hottestQueue(points, 2000, 3000).has_value()) << "nothing read inside";
+  EXPECT_FALSE(hottestQueue({}, 0, 100).has_value());
+  // A window that starts before the first reading counts from its first reading inside.
+  const auto q = hottestQueue(points, -500, 150);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->tx_bytes, 1000);
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios

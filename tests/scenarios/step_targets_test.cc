@@ -1,0 +1,147 @@
+// A step's targets by its kind: interface kinds as before, traffic kinds (incast) as one traffic
+// set with the selector as sink and `sources` (or every other host) as senders, and every way a
+// fabric can refuse that.
+
+#include "scenarios/step_targets.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::StatusCode;
+
+// Hosts h0..h3 in namespaces t-h0..t-h3, each cabled eth0 -> sw0 port pN, all on the local agent;
+// plus a switch link sw0-sw1.
+Fabric starFabric() {
+  Fabric fabric;
+  fabric.name = "test-lab";
+  fabric.kind = "netns";
+  Switch sw{"sw0", "t-sw0", "br0", {}, {}, std::nullopt};
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "h" + std::to_string(i);
+    Host host;
+    host.name = name;
+    host.netns = "t-" + name;
+    host.nics = {{"eth0", "10.200.0." + std::to_string(i + 1)}};
+    host.labels = {{"rack", i < 2 ? "r0" : "r1"}};
+    fabric.hosts.push_back(host);
+    sw.ports.push_back("p" + std::to_string(i));
+    fabric.links.push_back({name + "-sw0", name, "eth0", "sw0", "p" + std::to_string(i), {}});
+  }
+  fabric.switches.push_back(sw);
+  fabric.switches.push_back({"sw1", "t-sw1", "br0", {"up0"}, {}, std::nullopt});
+  fabric.switch_links.push_back({"sw0-sw1", "sw0", "p9", "sw1", "up0", {}});
+  return fabric;
+}
+
+FaultStep incastTo(TargetSelector target) {
+  FaultStep step;
+  step.kind = "incast";
+  step.target = std::move(target);
+  step.duration_ms = 1000;
+  return step;
+}
+
+TEST(StepTargetsTest, IncastResolvesToOneTrafficSetFromTheListedSourcesToTheSink) {
+  TargetSelector target;
+  target.host = "h3";
+  target.sources = {"h0", "h2"};
+  auto resolved = resolveStepTargets(incastTo(target), starFabric());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  ASSERT_EQ(resolved->size(), 1u);
+  const ResolvedTarget& only = resolved->front();
+  EXPECT_EQ(only.host, "h3");
+  EXPECT_EQ(only.link_id, "h3-sw0");
+  EXPECT_EQ(only.other_hosts, (std::vector<std::string>{"h0", "h2"}));
+  const auto* set = std::get_if<injectors::TrafficSetTarget>(&only.target);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->sinks, (std::vector<injectors::InterfaceTarget>{{"t-h3", "eth0"}}));
+  EXPECT_EQ(set->sources,
+            (std::vector<injectors::InterfaceTarget>{{"t-h0", "eth0"}, {"t-h2", "eth0"}}));
+}
+
+TEST(StepTargetsTest, WithoutSourcesEveryOtherHostSends) {
+  TargetSelector target;
+  target.link = "h1-sw0";
+  auto resolved = resolveStepTargets(incastTo(target), starFabric());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  EXPECT_EQ(resolved->front().other_hosts, (std::vector<std::string>{"h0", "h2", "h3"}));
+  const auto& set = std::get<injectors::TrafficSetTarget>(resolved->front().target);
+  EXPECT_EQ(set.sinks.front(), (injectors::InterfaceTarget{"t-h1", "eth0"}));
+  EXPECT_EQ(set.sources.size(), 3u);
+}
+
+TEST(StepTargetsTest, RefusesWhatTheFabricCannotSatisfy) {
+  const Fabric fabric = starFabric();
+  auto refusal = [&](TargetSelector target) {
+    auto resolved = resolveStepTargets(incastTo(std::move(target)), fabric);
+    EXPECT_FALSE(resolved.isOk());
+    return resolved.isOk() ? core::Status::ok() : resolved.status();
+  };
+  TargetSelector self;
+  self.host = "h3";
+  self.sources = {"h0", "h3"};
+  core::Status status = refusal(self);
+  EXPECT_EQ(status.code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(status.message(),
+            "sources[1]: host h3 is the sink; a host cannot send an incast to itself");
+
+  TargetSelector unknown;
+  unknown.host = "h3";
+  unknown.sources = {"h9"};
+  EXPECT_EQ(refusal(unknown).message(), "sources[0]: host h9 is not in fabric test-lab");
+
+  TargetSelector many;
+  many.labels = {{"rack", "r0"}};
+  status = refusal(many);
+  EXPECT_EQ(status.code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(status.message(), "target labels {rack=r0} selects 2 links; an incast has one sink");
+
+  TargetSelector between_switches;
+  between_switches.link = "sw0-sw1";
+  EXPECT_EQ(refusal(between_switches).message(),
+            "target link sw0-sw1 is a link between switches; an incast's sink is a host");
+
+  TargetSelector nic_side;
+  nic_side.host = "h3";
+  nic_side.side = LinkSide::kHost;
+  status = refusal(nic_side);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "side: does not apply to incast, whose endpoints are hosts' NICs");
+
+  Fabric split = fabric;
+  split.hosts[0].agent = "http://127.0.0.1:7101";
+  TargetSelector remote;
+  remote.host = "h3";
+  remote.sources = {"h0"};
+  auto resolved = resolveStepTargets(incastTo(remote), split);
+  ASSERT_FALSE(resolved.isOk());
+  EXPECT_EQ(resolved.status().message(),
+            "sources[0]: host h0 is reached through agent http://127.0.0.1:7101 and the sink h3 "
+            "through local; the hosts of a traffic set must share one agent");
+}
+
+TEST(StepTargetsTest, OnlyTrafficKindsTakeSourcesAndOthersResolveAsBefore) {
+  FaultStep flap;
+  flap.kind = "link_flap";
+  flap.target.host = "h1";
+  auto resolved = resolveStepTargets(flap, starFabric());
+  ASSERT_TRUE(resolved.isOk());
+  EXPECT_EQ(std::get<injectors::InterfaceTarget>(resolved->front().target),
+            (injectors::InterfaceTarget{"t-sw0", "p1"}));
+  EXPECT_TRUE(resolved->front().other_hosts.empty());
+
+  flap.target.sources = {"h0"};
+  resolved = resolveStepTargets(flap, starFabric());
+  ASSERT_FALSE(resolved.isOk());
+  EXPECT_EQ(resolved.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(resolved.status().message(),
+            "sources: only traffic kinds (incast) take sources; link_flap does not");
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios
