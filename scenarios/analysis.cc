@@ -312,10 +312,15 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
   return run;
 }
 
-void attachCongestion(RunAnalysis& analysis, const std::vector<core::TelemetryPoint>& telemetry) {
-  if (telemetry.empty()) return;
+void attachObservations(RunAnalysis& analysis, const FabricObservations& observations) {
   for (StepMetrics& m : analysis.steps) {
-    m.hottest_queue = hottestQueue(telemetry, m.fault_start_ms, m.fault_end_ms);
+    if (!observations.telemetry.empty()) {
+      m.hottest_queue = hottestQueue(observations.telemetry, m.fault_start_ms, m.fault_end_ms);
+    }
+    if (auto it = observations.traffic_by_step.find(m.step);
+        it != observations.traffic_by_step.end()) {
+      m.aggressors = trafficShare(it->second);
+    }
   }
 }
 
@@ -459,6 +464,7 @@ nlohmann::json toJson(const StepMetrics& metrics) {
       {"fault_iteration_ms", toJson(metrics.fault_iteration)},
       {"p99_slowdown", optional(metrics.p99_slowdown)},
       {"hottest_queue", metrics.hottest_queue ? toJson(*metrics.hottest_queue) : nlohmann::json()},
+      {"aggressors", metrics.aggressors ? toJson(*metrics.aggressors) : nlohmann::json()},
       {"survived", metrics.survived},
       {"recovered", metrics.recovered},
       {"score", metrics.score},

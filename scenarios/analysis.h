@@ -2,6 +2,7 @@
 // Turns per-iteration samples into recovery metrics and the 0-100 resilience score defined in
 // docs/scoring.md. Pure functions over plain data: table-tested on synthetic series.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,8 @@ struct StepMetrics {
   // The switch queue that suffered most during the fault, from the run's telemetry; nullopt on a
   // fabric without modelled ports (see attachCongestion).
   std::optional<QueueCongestion> hottest_queue;
+  // A traffic fault's aggressors (incast): their goodput and fairness; nullopt for other kinds.
+  std::optional<TrafficShare> aggressors;
   bool survived = true;
   bool recovered = false;
   double score = 100;
@@ -78,8 +81,15 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
                        const std::vector<FaultWindow>& faults, const AnalysisParams& params,
                        bool survived);
 
-// Sets each step's hottest_queue from the run's switch telemetry over the step's fault window.
-void attachCongestion(RunAnalysis& analysis, const std::vector<core::TelemetryPoint>& telemetry);
+// What the fabric showed beside the samples: its switch telemetry, and per step the observation
+// of a traffic fault taken before its revert (the fault_reverted event's "observed").
+struct FabricObservations {
+  std::vector<core::TelemetryPoint> telemetry;
+  std::map<int, nlohmann::json> traffic_by_step;
+};
+
+// Sets each step's hottest_queue (telemetry over the step's fault window) and aggressors.
+void attachObservations(RunAnalysis& analysis, const FabricObservations& observations);
 
 struct GateVerdict {
   std::string gate;  // "min_score"

@@ -67,4 +67,27 @@ nlohmann::json toJson(const QueueCongestion& congestion) {
           {"peak_backlog_bytes", congestion.peak_backlog_bytes}};
 }
 
+std::optional<TrafficShare> trafficShare(const nlohmann::json& observed) {
+  if (!observed.is_object()) return std::nullopt;
+  auto goodput = observed.find("source_goodput_mbps");
+  auto jain = observed.find("jain_fairness");
+  if (goodput == observed.end() || !goodput->is_array() || jain == observed.end() ||
+      !jain->is_number()) {
+    return std::nullopt;
+  }
+  TrafficShare share;
+  for (const auto& value : *goodput) {
+    share.goodput_mbps.push_back(value.is_number() ? value.get<double>() : 0.0);
+    share.total_mbps += share.goodput_mbps.back();
+  }
+  share.jain_fairness = jain->get<double>();
+  return share;
+}
+
+nlohmann::json toJson(const TrafficShare& share) {
+  return {{"goodput_mbps", share.goodput_mbps},
+          {"total_mbps", share.total_mbps},
+          {"jain_fairness", share.jain_fairness}};
+}
+
 }  // namespace fabric_chaos::scenarios

@@ -1,6 +1,7 @@
 #pragma once
-// What a fault step did to the fabric's queues, from the run's switch telemetry
-// (core/telemetry.h): the queue that suffered most while the fault was in force. Pure.
+// What a fault step did to the fabric: the queue that suffered most while the fault was in force,
+// from the run's switch telemetry (core/telemetry.h), and what a traffic fault's aggressors got.
+// Pure.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -30,5 +31,19 @@ std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoi
 
 // {"source", "tx_bytes", "drops", "ecn_marked", "peak_backlog_bytes"}
 nlohmann::json toJson(const QueueCongestion& congestion);
+
+// What the aggressors of a traffic fault (incast) got, from its observation taken before the
+// revert (injectors/traffic/incast.h observe).
+struct TrafficShare {
+  std::vector<double> goodput_mbps;  // per source, over the source's own run
+  double total_mbps = 0;
+  double jain_fairness = 1;  // over the bytes each source sent
+};
+
+// nullopt when `observed` is not a traffic fault's observation.
+std::optional<TrafficShare> trafficShare(const nlohmann::json& observed);
+
+// {"goodput_mbps": [...], "total_mbps", "jain_fairness"}
+nlohmann::json toJson(const TrafficShare& share);
 
 }  // namespace fabric_chaos::scenarios

@@ -226,6 +226,7 @@ core::Result<json> Incast::observe(const Fault& fault) {
   out["sink"]["endpoint"] = endpointName(sink);
   json sources = json::array();
   std::vector<double> bytes;
+  std::vector<double> goodput;
   for (const InterfaceTarget& source : target->sources) {
     auto state = emitters_->state(sourceKey(source, sink));
     if (!state.isOk()) return state.status().withContext("incast observe");
@@ -235,10 +236,14 @@ core::Result<json> Incast::observe(const Fault& fault) {
     sources.push_back(std::move(entry));
     const json& report = state->last_report;
     bytes.push_back(report.is_object() ? report.value("bytes", 0.0) : 0.0);
+    // Mean goodput since the source started: bytes over its own clock.
+    const double t_ms = report.is_object() ? report.value("t_ms", 0.0) : 0.0;
+    goodput.push_back(t_ms > 0 ? bytes.back() * 8 / (t_ms * 1000) : 0.0);
   }
   out["running"] = all_running;
   out["sources"] = std::move(sources);
   out["source_bytes"] = bytes;
+  out["source_goodput_mbps"] = goodput;
   out["jain_fairness"] = jainFairnessIndex(bytes);
   return out;
 }

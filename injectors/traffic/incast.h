@@ -39,7 +39,8 @@ class Incast : public Injector {
   // Stops every source, then the sink, including generators a crashed incarnation left.
   core::Status revert(const Fault& fault, const json& prior) override;
   // {"running": all running, "sink": {...}, "sources": [{"endpoint", "running", "pid",
-  // "report", "exit_code"?, "log"?}], "source_bytes": [...], "jain_fairness": ...}
+  // "report", "exit_code"?, "log"?}], "source_bytes": [...], "source_goodput_mbps": [...] (each
+  // source's bytes over its own clock), "jain_fairness": over the bytes}
   core::Result<json> observe(const Fault& fault) override;
 
   // The generators' keys and command lines for one fault: pure, for tests.

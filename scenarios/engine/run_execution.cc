@@ -354,12 +354,24 @@ AnalysisParams RunExecution::analysisParams(double baseline_start, double baseli
   return params;
 }
 
-std::vector<core::TelemetryPoint> RunExecution::storedTelemetry() {
+FabricObservations RunExecution::storedObservations() {
+  // They are context for the verdict, not part of it: what cannot be read is logged and the run
+  // is still analysed.
+  FabricObservations observations;
   auto telemetry = store().telemetry(run_id_);
-  if (telemetry.isOk()) return std::move(telemetry.value());
-  // The queues are context for the verdict, not part of it: the run is still analysed.
-  core::logWarn("run " + std::to_string(run_id_) + ": " + telemetry.status().toString());
-  return {};
+  if (telemetry.isOk()) {
+    observations.telemetry = std::move(telemetry.value());
+  } else {
+    core::logWarn("run " + std::to_string(run_id_) + ": " + telemetry.status().toString());
+  }
+  recorder_.flush();  // the fault_reverted events carry the traffic faults' observations
+  auto events = store().events(run_id_);
+  if (events.isOk()) {
+    observations.traffic_by_step = trafficObservations(*events);
+  } else {
+    core::logWarn("run " + std::to_string(run_id_) + ": " + events.status().toString());
+  }
+  return observations;
 }
 
 Status RunExecution::analyse(const Scenario& scenario, double baseline_start, double baseline_end,
@@ -367,7 +379,7 @@ Status RunExecution::analyse(const Scenario& scenario, double baseline_start, do
   auto samples = store().samples(run_id_);
   if (!samples.isOk()) return samples.status();
   MeasuredResult measured =
-      measuredResult(*samples, storedTelemetry(), faultWindows(timeline_.windows()),
+      measuredResult(*samples, storedObservations(), faultWindows(timeline_.windows()),
                      analysisParams(baseline_start, baseline_end, observe_end), survived());
   auto verdicts = checkGates(scenario.gates, measured.analysis);
   const bool passed = allPassed(verdicts);
@@ -522,7 +534,7 @@ std::string RunExecution::recordStop(int reverted, double reverted_ms) {
     auto samples = store().samples(run_id_);
     if (samples.isOk()) {
       MeasuredResult measured = measuredResult(
-          *samples, storedTelemetry(), faultWindows(timeline_.windows()),
+          *samples, storedObservations(), faultWindows(timeline_.windows()),
           analysisParams(baseline_->first, baseline_->second, reverted_ms), survived());
       result_.update(measured.document);
     }

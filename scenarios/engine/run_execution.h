@@ -76,8 +76,9 @@ class RunExecution : public agent::WorkloadListener {
   core::Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
                        double observe_end);
   double lastRevertMs(double fallback) const;
-  // The run's switch telemetry as stored so far; none (logged) when it cannot be read.
-  std::vector<core::TelemetryPoint> storedTelemetry();
+  // The run's switch telemetry and traffic faults' observations as stored so far; what cannot be
+  // read is left out (and logged).
+  FabricObservations storedObservations();
 
   // Stop conditions.
   // Checks the time-based ones (max duration, low busbw) and returns the next instant one of them

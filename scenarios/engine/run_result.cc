@@ -13,13 +13,24 @@ std::vector<FaultWindow> faultWindows(const std::map<int, std::pair<double, doub
   return out;
 }
 
+std::map<int, json> trafficObservations(const std::vector<store::EventRecord>& events) {
+  std::map<int, json> out;
+  for (const store::EventRecord& e : events) {
+    if (e.kind != "fault_reverted" || !e.detail.is_object()) continue;
+    const json observed = e.detail.value("observed", json());
+    if (!observed.is_object() || !observed.contains("jain_fairness")) continue;
+    out[e.detail.value("step", -1)] = observed;
+  }
+  return out;
+}
+
 MeasuredResult measuredResult(const std::vector<core::Sample>& samples,
-                              const std::vector<core::TelemetryPoint>& telemetry,
+                              const FabricObservations& observations,
                               const std::vector<FaultWindow>& windows, const AnalysisParams& params,
                               bool survived) {
   MeasuredResult result;
   result.analysis = analyzeRun(samples, windows, params, survived);
-  attachCongestion(result.analysis, telemetry);
+  attachObservations(result.analysis, observations);
   json windows_json = json::array();
   for (const FaultWindow& w : windows) {
     windows_json.push_back({{"step", w.step}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}});

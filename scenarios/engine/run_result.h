@@ -12,6 +12,7 @@
 #include "core/sample.h"
 #include "scenarios/analysis.h"
 #include "scenarios/engine/fault_timeline.h"
+#include "store/store.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -23,6 +24,9 @@ struct StopRequest {
   int64_t condition_ns = 0;  // steady clock: when the condition became true
 };
 
+// Per step, the observation of a traffic fault stored in its fault_reverted event (the last one).
+std::map<int, nlohmann::json> trafficObservations(const std::vector<store::EventRecord>& events);
+
 // step -> [first apply, last end] (FaultTimeline::windows()), as the analysis takes them.
 std::vector<FaultWindow> faultWindows(const std::map<int, std::pair<double, double>>& windows);
 
@@ -33,10 +37,10 @@ struct MeasuredResult {
 };
 
 // What a run that measured stores, whether it ran to its end or was stopped after its baseline:
-// the analysis of `samples` over `params`' span with the run's fault windows, and of `telemetry`
-// (the switch queues) over those windows.
+// the analysis of `samples` over `params`' span with the run's fault windows, and of what the
+// fabric showed over those windows.
 MeasuredResult measuredResult(const std::vector<core::Sample>& samples,
-                              const std::vector<core::TelemetryPoint>& telemetry,
+                              const FabricObservations& observations,
                               const std::vector<FaultWindow>& windows, const AnalysisParams& params,
                               bool survived);
 

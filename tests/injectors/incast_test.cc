@@ -121,7 +121,8 @@ TEST_F(IncastTest, AFailedSourceStopsWhatWasStarted) {
 
 TEST_F(IncastTest, ObserveReportsEachGeneratorAndTheFairnessOfTheSources) {
   ASSERT_TRUE(incast_.apply(fault_).isOk());
-  emitters_.running["incast source t-h0/eth0 to t-h2/eth0"].last_report = {{"bytes", 300}};
+  emitters_.running["incast source t-h0/eth0 to t-h2/eth0"].last_report = {{"bytes", 300},
+                                                                           {"t_ms", 0.024}};
   emitters_.running["incast source t-h1/eth0 to t-h2/eth0"].last_report = {{"bytes", 100}};
   auto observed = incast_.observe(fault_);
   ASSERT_TRUE(observed.isOk()) << observed.status().toString();
@@ -129,6 +130,9 @@ TEST_F(IncastTest, ObserveReportsEachGeneratorAndTheFairnessOfTheSources) {
   EXPECT_EQ((*observed)["sink"]["endpoint"], "t-h2/eth0");
   EXPECT_EQ((*observed)["sources"][1]["endpoint"], "t-h1/eth0");
   EXPECT_EQ((*observed)["source_bytes"], (json{300.0, 100.0}));
+  // 300 bytes in 0.024 ms: 100 Mbit/s; no clock in the report: 0.
+  EXPECT_DOUBLE_EQ((*observed)["source_goodput_mbps"][0].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ((*observed)["source_goodput_mbps"][1].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ((*observed)["jain_fairness"].get<double>(), 0.8);  // 400^2 / (2 * 1e5)
 
   auto& sink = emitters_.running["incast sink t-h2/eth0"];

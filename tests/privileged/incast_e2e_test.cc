@@ -202,6 +202,13 @@ TEST_F(IncastOnAModelledLab, FourSourcesFillTheSinkPortSlowTheRingAndLeaveNothin
   EXPECT_GT(step["p99_slowdown"].get<double>(), 1.5) << step.dump(2);
   EXPECT_LT(step["retained"].get<double>(), 0.9) << step.dump(2);
 
+  // The step's aggressors are the incast's four sources, sharing about the port.
+  ASSERT_TRUE(step["aggressors"].is_object()) << step.dump(2);
+  EXPECT_EQ(step["aggressors"]["goodput_mbps"].size(), 4u);
+  EXPECT_GT(step["aggressors"]["total_mbps"].get<double>(), 0.7 * kRateMbit);
+  EXPECT_LE(step["aggressors"]["total_mbps"].get<double>(), 1.05 * kRateMbit);
+  EXPECT_DOUBLE_EQ(step["aggressors"]["jain_fairness"].get<double>(), jain);
+
   // The run's own switch telemetry agrees with tc: the hottest queue of the step is h3's port,
   // with the drops tc counted (they all happened during the incast) and about the bytes tc saw
   // between the apply and revert events.

@@ -68,5 +68,23 @@ TEST(CongestionTest, AWindowWithoutReadingsHasNoHottestQueue) {
   EXPECT_EQ(q->tx_bytes, 1000);
 }
 
+TEST(CongestionTest, TrafficShareFromAnIncastObservation) {
+  const nlohmann::json observed = {{"running", true},
+                                   {"source_bytes", {300, 100}},
+                                   {"source_goodput_mbps", {60.0, 20.0}},
+                                   {"jain_fairness", 0.8}};
+  const auto share = trafficShare(observed);
+  ASSERT_TRUE(share.has_value());
+  EXPECT_EQ(share->goodput_mbps, (std::vector<double>{60.0, 20.0}));
+  EXPECT_DOUBLE_EQ(share->total_mbps, 80.0);
+  EXPECT_DOUBLE_EQ(share->jain_fairness, 0.8);
+  EXPECT_EQ(toJson(*share),
+            (nlohmann::json{
+                {"goodput_mbps", {60.0, 20.0}}, {"total_mbps", 80.0}, {"jain_fairness", 0.8}}));
+  EXPECT_FALSE(trafficShare({{"running", true}, {"report", {{"frames", 3}}}}).has_value())
+      << "a pfc_storm observation is not traffic";
+  EXPECT_FALSE(trafficShare(nullptr).has_value());
+}
+
 }  // namespace
 }  // namespace fabric_chaos::scenarios
