@@ -4,6 +4,11 @@
 // (issue 9) is checked with a fault left behind by a finished run (reverted with "Revert now", the
 // kernel and the journal as witnesses) and with a running run's fault (offered as an abort). The
 // Fabrics page (issue 10 §0) lists the star lab and draws and tables its switch, hosts and links.
+// The run page's switch telemetry panel: the star lab models no ports, so the finished run first
+// says it has none; telemetry rows (and the analysis's hottest queue) are then written into serve's
+// database as a modelled fabric's sampler would have, and the panel plots them on the busbw plot's
+// x axis; the live viewer run's telemetry is seeded in two batches and followed with after_ms.
+// The pure helpers behind it (web/src/telemetry.js, step_cells.js) are checked in node first.
 // Screenshots go to $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites
 // (root, chromium, sqlite3, web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
 // Run by ctest (tests/browser/CMakeLists.txt) with FC_BINARY and FC_SOURCE_DIR set.
@@ -51,6 +56,79 @@ const binary = process.env.FC_BINARY || '';
 const inCi = process.env.CI === 'true';
 const artifacts = join(process.env.FC_ARTIFACTS ||
   join(process.env.FC_BUILD_DIR || (binary ? dirname(dirname(binary)) : process.cwd()), 'artifacts'), 'browser');
+
+// --- the dashboard's pure helpers, in node (no browser, so checked even where the tier skips) ---
+// web/src/telemetry.js (rates from cumulative counters, gaps, alignment) and web/src/step_cells.js
+// (the recovery table's congestion cells) import nothing from the DOM. A failure here fails the
+// test before anything is brought up.
+async function checkPureHelpers() {
+  const telemetryJs = await import(join(sourceDir, 'web', 'src', 'telemetry.js'));
+  const cells = await import(join(sourceDir, 'web', 'src', 'step_cells.js'));
+  const { counterRates, gaugePoints, alignOnX, mergeTelemetry, seriesOf, sourcesOf, lastTelemetryMs, defaultSources,
+    queuePlotPoints } = telemetryJs;
+  const rateCases = [
+    ['steady 10 Mbit/s, then idle', [0, 100, 200, 300], [0, 125000, 250000, 250000], 8 / 1e6, [[0.1, 10], [0.2, 10], [0.3, 0]]],
+    ['a counter that goes back (queue made again) is a gap', [0, 100, 200, 300], [100, 200, 50, 150], 1,
+      [[0.1, 1000], [0.2, null], [0.3, 1000]]],
+    ['an interval longer than 1 s (switch not read) is a gap', [0, 100, 5000], [0, 10, 20], 1, [[0.1, 100], [5, null]]],
+    ['a repeated t_ms is skipped', [0, 100, 100, 200], [0, 10, 10, 20], 1, [[0.1, 100], [0.2, 100]]],
+    ['uneven intervals: per second', [1000, 1250, 1300], [0, 50, 60], 1, [[1.25, 200], [1.3, 200]]],
+    ['one point: no rate', [0], [5], 1, []],
+    ['no points', [], [], 1, []],
+  ];
+  for (const [name, t, v, scale, want] of rateCases) {
+    const got = counterRates(t, v, scale).map(([x, y]) => [x, y === null ? null : Number(y.toFixed(9))]);
+    assert.deepEqual(got, want, `counterRates: ${name}`);
+  }
+  assert.deepEqual(gaugePoints([0, 100], [2048, 130048], 1 / 1024), [[0, 2], [0.1, 127]], 'gaugePoints: bytes to KiB');
+  assert.deepEqual(alignOnX([[[0, 1], [1, 2]], [[1, null], [2, 3]], []]),
+    [[0, 1, 2], [1, 2, undefined], [undefined, null, 3], [undefined, undefined, undefined]],
+  'alignOnX: missing points are undefined (spanned), a series\' own null stays (gap)');
+  assert.deepEqual(alignOnX([]), [[]], 'alignOnX: nothing');
+
+  // Incremental reads overlap (after_ms re-reads a little): every t_ms once, sorted.
+  const store = new Map();
+  const wire = (source, metric, t, values) => ({ source, metric, kind: metric === 'backlog_bytes' ? 'gauge' : 'counter', t_ms: t, values });
+  assert.equal(mergeTelemetry(store, [wire('sw0/p1/best_effort', 'drops', [0, 100, 200], [0, 0, 5])]), 3);
+  assert.equal(mergeTelemetry(store, [wire('sw0/p1/best_effort', 'drops', [200, 300], [5, 9]),
+    wire('sw0/p0/lossless', 'drops', [100, 300], [0, 0])]), 3, 'mergeTelemetry: a re-read point is not new');
+  assert.equal(mergeTelemetry(store, [wire('sw0/p0/lossless', 'drops', [200], [0])]), 1, 'a late point of one source');
+  assert.deepEqual(seriesOf(store, 'sw0/p1/best_effort', 'drops'), { t_ms: [0, 100, 200, 300], values: [0, 0, 5, 9] });
+  assert.deepEqual(seriesOf(store, 'sw0/p0/lossless', 'drops'), { t_ms: [100, 200, 300], values: [0, 0, 0] });
+  assert.equal(seriesOf(store, 'sw0/p0/lossless', 'tx_bytes'), null);
+  assert.deepEqual(sourcesOf(store), ['sw0/p0/lossless', 'sw0/p1/best_effort']);
+  assert.equal(lastTelemetryMs(store), 300);
+  assert.equal(lastTelemetryMs(new Map()), null);
+  assert.deepEqual(queuePlotPoints(store, 'sw0/p1/best_effort'),
+    { tx_mbps: [], backlog_kib: [], drops_per_s: [[0.1, 0], [0.2, 50], [0.3, 40]], marks_per_s: [] });
+
+  // The queues shown by default: the steps' hottest (present ones, once, in step order), else
+  // the queue that dropped most.
+  const hot = (source) => ({ hottest_queue: source === null ? null : { source } });
+  assert.deepEqual(defaultSources([hot('sw0/p0/lossless'), hot('sw0/p1/best_effort'), hot('sw0/p0/lossless')], store),
+    ['sw0/p0/lossless', 'sw0/p1/best_effort']);
+  assert.deepEqual(defaultSources([hot('sw9/p9/lossless'), hot(null)], store), ['sw0/p1/best_effort'],
+    'a hottest queue without telemetry: the one that dropped most');
+  assert.deepEqual(defaultSources(undefined, store), ['sw0/p1/best_effort']);
+  assert.deepEqual(defaultSources([hot('sw0/p1/best_effort')], new Map()), []);
+
+  // The recovery table's cells.
+  const step = (base, fault, slowdown) => ({ baseline_iteration_ms: base, fault_iteration_ms: fault, p99_slowdown: slowdown });
+  const cellCases = [
+    [step({ iterations: 40, p99: 36.5 }, { iterations: 3, p99: 1585 }, 1585 / 36.5), '36.5 → 1585 ms ×43.4'],
+    [step({ iterations: 40, p99: 12.04 }, { iterations: 9, p99: 13.96 }, 13.96 / 12.04), '12.0 → 14.0 ms ×1.2'],
+    [step({ iterations: 40, p99: 36.5 }, { iterations: 0, p99: 0 }, null), '36.5 → – ms'],
+    [step(undefined, undefined, undefined), '–'],
+  ];
+  for (const [s, want] of cellCases) assert.equal(cells.fmtP99Iteration(s), want);
+  assert.equal(cells.fmtHottestQueue({ source: 'sw0/p3/best_effort', tx_bytes: 9e6, drops: 12522, ecn_marked: 0,
+    peak_backlog_bytes: 130048 }), 'sw0/p3/best_effort: 12\u00a0522 drops, 0 marks, peak 127 KiB', 'a no-break space in 12 522');
+  assert.equal(cells.fmtHottestQueue(null), '–');
+  assert.equal(cells.fmtCount(1234567), '1\u00a0234\u00a0567');
+  assert.equal(cells.fmtCount(999), '999');
+  return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, merge/align/default-queue checks`;
+}
+console.log(`# pure dashboard helpers (web/src/telemetry.js, step_cells.js) passed: ${await checkPureHelpers()}`);
 
 // --- prerequisites: skip outside CI, fail in CI --------------------------------------------------
 function missingPrerequisites() {
@@ -269,6 +347,43 @@ function sqlite(sql) {
   return run(kSqlite3, ['-batch', '-cmd', '.timeout 10000', join(ctx.tmp, 'db'), sql]).trim();
 }
 const sqlText = (value) => `'${String(value).replace(/'/g, "''")}'`;
+
+// Switch telemetry for a run, as the lab's sampler stores it (Store::appendTelemetry: one row per
+// source, metric and 100 ms tick, counters cumulative), written into serve's database: the
+// namespace lab of `serve --with-lab 2` has no modelled ports (no --link-rate), so it samples
+// none. Three queues on sw0 from fromMs to toMs; inside [faultStart, faultEnd) h1's best-effort
+// queue is the hot spot: its tx slows from 10 to 2 Mbit/s, it drops 800 packets a tick and its
+// backlog stands at 127 KiB; h1's lossless queue marks 50 packets a tick. h0's lossless tx
+// counter starts again from 0 half-way (the queue made again): a gap in its rate.
+const kHotQueue = 'sw0/p1/best_effort';
+function seedTelemetry(runId, fromMs, toMs, faultStart, faultEnd, counters = {}) {
+  const rows = [];
+  const sources = ['sw0/p0/lossless', kHotQueue, 'sw0/p1/lossless'];
+  for (const src of sources) {
+    for (const m of ['tx_bytes', 'tx_packets', 'drops', 'ecn_marked']) counters[`${src} ${m}`] ??= 0;
+  }
+  const resetAt = fromMs + Math.round((toMs - fromMs) / 200) * 100;
+  for (let t = fromMs; t <= toMs; t += 100) {
+    const inFault = t >= faultStart && t < faultEnd;
+    for (const src of sources) {
+      const c = (m) => `${src} ${m}`;
+      const hot = src === kHotQueue && inFault;
+      const txBytes = hot ? 25000 : src === 'sw0/p1/lossless' ? 60000 : 125000;
+      if (src === 'sw0/p0/lossless' && t === resetAt) counters[c('tx_bytes')] = 0;
+      counters[c('tx_bytes')] += txBytes;
+      counters[c('tx_packets')] += Math.round(txBytes / 1500);
+      if (hot) counters[c('drops')] += 800;
+      if (src === 'sw0/p1/lossless' && inFault) counters[c('ecn_marked')] += 50;
+      const backlog = hot ? 130048 : 2048;
+      for (const [metric, value] of [['tx_bytes', counters[c('tx_bytes')]], ['tx_packets', counters[c('tx_packets')]],
+        ['drops', counters[c('drops')]], ['ecn_marked', counters[c('ecn_marked')]], ['backlog_bytes', backlog]]) {
+        rows.push(`(${runId}, ${t}, ${sqlText(src)}, ${sqlText(metric)}, ${value})`);
+      }
+    }
+  }
+  sqlite(`INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES ${rows.join(', ')};`);
+  return { rows: rows.length, sources, counters };
+}
 
 // --- page helpers --------------------------------------------------------------------------------
 const tid = (id) => `[data-testid="${id}"]`;
@@ -706,6 +821,100 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.screenshot({ path: join(artifacts, 'run-finished-full.png'), fullPage: true });
   });
 
+  step('switch telemetry: none on the star lab, then seeded telemetry plotted under busbw; p99 and hottest queue in the table', async () => {
+    const { page } = ctx;
+    // The namespace lab models no ports: the finished run has no telemetry and the panel says why.
+    assert.deepEqual((await api('GET', `/v1/runs/${ctx.runUi}/telemetry`)).series, []);
+    const noTelemetry = "no switch telemetry (the fabric's ports are not modelled: lab up --link-rate ...)";
+    await page.waitForFunction(([sel, text]) => document.querySelector(sel)?.textContent.trim() === text,
+      [tid('telemetry-empty'), noTelemetry], { timeout: 10000 });
+    assert.equal(await page.locator(`${tid('telemetry')} canvas`).count(), 0);
+    const telemetryReads = ctx.requests.filter((u) => u.includes(`/v1/runs/${ctx.runUi}/telemetry`));
+    assert.ok(telemetryReads.length >= 2, `the live page did not follow the telemetry: ${JSON.stringify(telemetryReads)}`);
+
+    // The table's p99 column, from the analysis as stored (no telemetry needed for it).
+    const run = await api('GET', `/v1/runs/${ctx.runUi}`);
+    const [st] = run.result.analysis.steps;
+    const iter = (t) => (t.iterations > 0 ? (t.p99 < 100 ? t.p99.toFixed(1) : String(Math.round(t.p99))) : '–');
+    const p99Want = `${iter(st.baseline_iteration_ms)} → ${iter(st.fault_iteration_ms)} ms` +
+      (st.p99_slowdown === null ? '' : ` ×${st.p99_slowdown.toFixed(1)}`);
+    console.log(`# step 0 iteration times: ${JSON.stringify([st.baseline_iteration_ms, st.fault_iteration_ms, st.p99_slowdown])}`);
+    assert.equal((await page.textContent(tid('step-p99'))).trim(), p99Want);
+    assert.equal(st.hottest_queue, null, 'a hottest queue on a fabric without telemetry');
+    assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(), '–');
+    const headers = await page.locator(`${tid('steps-table')} th`).allTextContents();
+    assert.ok(headers.includes('p99 iteration (base → fault)') && headers.includes('hottest queue'), `headers: ${headers}`);
+
+    // Seed telemetry as a modelled fabric's sampler would have stored it, and the analysis's
+    // hottest queue as attachCongestion would have found it (its drops: 800 a tick in the fault).
+    const [w] = run.result.fault_windows;
+    const from = Math.round(run.result.baseline.start_ms / 100) * 100;
+    const to = Math.round((w.end_ms + 1500) / 100) * 100;
+    const faultStart = Math.ceil(w.start_ms / 100) * 100;
+    const faultEnd = Math.ceil(w.end_ms / 100) * 100;
+    const seeded = seedTelemetry(ctx.runUi, from, to, faultStart, faultEnd);
+    const hottest = { source: kHotQueue, tx_bytes: 25000 * ((faultEnd - faultStart) / 100), drops: 12522, ecn_marked: 0,
+      peak_backlog_bytes: 130048 };
+    sqlite(`UPDATE runs SET result = json_set(result, '$.analysis.steps[0].hottest_queue', json(${sqlText(JSON.stringify(hottest))})) ` +
+      `WHERE id = ${ctx.runUi}`);
+    const telemetry = await api('GET', `/v1/runs/${ctx.runUi}/telemetry`);
+    assert.equal(telemetry.series.length, 3 * 5, 'three queues, five metrics');
+    console.log(`# seeded ${seeded.rows} telemetry rows for run ${ctx.runUi}, ${from}-${to} ms, hot ${faultStart}-${faultEnd} ms`);
+
+    await page.reload();
+    await page.waitForSelector(`${tid('telemetry-rate-plot')} canvas`);
+    await page.waitForSelector(`${tid('telemetry-backlog-plot')} canvas`);
+    await page.waitForSelector(`${tid('telemetry-loss-plot')} canvas`);
+    assert.equal(await page.locator(tid('telemetry-empty')).count(), 0);
+    assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(),
+      'sw0/p1/best_effort: 12\u00a0522 drops, 0 marks, peak 127 KiB');
+    // Every queue listed, the hottest ticked by default.
+    const queues = page.locator(tid('telemetry-queue'));
+    assert.deepEqual(await queues.evaluateAll((ls) => ls.map((l) => l.dataset.source)), seeded.sources);
+    const ticked = await page.locator(`${tid('telemetry-queue')}:has(input:checked)`).evaluateAll((ls) => ls.map((l) => l.dataset.source));
+    assert.deepEqual(ticked, [kHotQueue]);
+    assert.match(await page.textContent(`${tid('telemetry-queue')}[data-source="${kHotQueue}"]`), /hottest/);
+    const legend = async (box) => page.locator(`${tid(box)} .u-legend .u-series`).allTextContents();
+    const rateLegend = await legend('telemetry-rate-plot');
+    assert.ok(rateLegend.some((l) => l.includes(`${kHotQueue} tx`)), `tx legend: ${JSON.stringify(rateLegend)}`);
+    const backlogLegend = await legend('telemetry-backlog-plot');
+    assert.ok(backlogLegend.some((l) => l.includes(`${kHotQueue} backlog`)), `backlog legend: ${JSON.stringify(backlogLegend)}`);
+    const lossLegend = await legend('telemetry-loss-plot');
+    assert.ok(lossLegend.some((l) => l.includes(`${kHotQueue} drops`)) && lossLegend.some((l) => l.includes(`${kHotQueue} ECN marks`)),
+      `loss legend: ${JSON.stringify(lossLegend)}`);
+    // The hot queue's colour (web/src/views/run_telemetry.js: palette index 4 + its place among
+    // the sources) is drawn on every canvas.
+    const hotColor = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'][(4 + 1) % 8];
+    for (const box of ['telemetry-rate-plot', 'telemetry-backlog-plot', 'telemetry-loss-plot']) {
+      const pixels = await canvasColorCounts(`${tid(box)} canvas`, [hotColor]);
+      console.log(`# ${box}: ${pixels.counts[0]} px in the hot queue's colour`);
+      assert.ok(pixels.counts[0] > 100, `${box}: the hot queue is barely drawn (${pixels.counts[0]} px)`);
+    }
+    // The same x axis and the same shading as the busbw plot: the fault window at the same place.
+    const busbwWindow = await page.locator(`${tid('busbw-plot')} ${tid('fault-window')}`).boundingBox();
+    for (const box of ['telemetry-rate-plot', 'telemetry-backlog-plot', 'telemetry-loss-plot']) {
+      const shaded = page.locator(`${tid(box)} ${tid('telemetry-fault-window')}`);
+      assert.equal(await shaded.count(), 1, `${box}: fault windows`);
+      assert.match(await shaded.textContent(), /step 0: link_flap/);
+      const b = await shaded.boundingBox();
+      console.log(`# ${box} fault window x ${b.x.toFixed(0)} w ${b.width.toFixed(0)}; busbw's x ${busbwWindow.x.toFixed(0)} w ${busbwWindow.width.toFixed(0)}`);
+      assert.ok(Math.abs(b.x - busbwWindow.x) < 3 && Math.abs(b.width - busbwWindow.width) < 3,
+        `${box}: the fault window is not where the busbw plot has it (x axes differ)`);
+      assert.equal(await page.locator(`${tid(box)} ${tid('telemetry-baseline-window')}`).count(), 1);
+    }
+    assert.equal(await page.locator(tid('fault-window')).count(), 1, 'the busbw plot\'s own windows are still one');
+    await page.locator(tid('telemetry')).scrollIntoViewIfNeeded();
+    await checkPage('run-telemetry');
+
+    // Ticking another queue adds its lines.
+    await page.locator(`${tid('telemetry-queue')}[data-source="sw0/p1/lossless"] input`).check();
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((n) => n.textContent.includes('sw0/p1/lossless ECN marks')),
+      `${tid('telemetry-loss-plot')} .u-legend .u-series`);
+    assert.equal((await legend('telemetry-rate-plot')).length, 1 + 2, 'two queues\' tx, plus x');
+    assert.equal((await legend('telemetry-loss-plot')).length, 1 + 2 * 2, 'two queues\' drops and marks, plus x');
+    await page.screenshot({ path: join(artifacts, 'run-telemetry-full.png'), fullPage: true });
+  });
+
   step('compare view: two runs of the scenario overlaid, metrics table', async () => {
     const { page } = ctx;
     const [a, b] = [await api('GET', `/v1/runs/${ctx.runUi}`), await waitForRunFinal(ctx.runApi)];
@@ -777,6 +986,22 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal(await page.locator(tid('abort-button')).count(), 0, `a viewer sees the abort button on a ${state} run`);
     await page.waitForSelector(`${tid('busbw-plot')} canvas`);
     assert.equal(await page.locator(tid('abort-button')).count(), 0);
+    // A live run's telemetry is followed: a first batch is plotted, the next one is read with
+    // after_ms (only what is new) and drawn without a reload.
+    const counters = {};
+    const loadsBefore = ctx.loads;
+    seedTelemetry(ctx.runViewer, 0, 1000, 400, 800, counters);
+    await page.waitForSelector(`${tid('telemetry-rate-plot')} canvas`, { timeout: 10000 });
+    const liveQueues = await page.locator(`${tid('telemetry-queue')}:has(input:checked)`).evaluateAll((ls) => ls.map((l) => l.dataset.source));
+    assert.deepEqual(liveQueues, [kHotQueue], 'live, without an analysis: the queue that dropped most is shown');
+    const readsBefore = ctx.requests.length;
+    seedTelemetry(ctx.runViewer, 1100, 2000, 1500, 1800, counters);
+    const incremental = new RegExp(`/v1/runs/${ctx.runViewer}/telemetry\\?after_ms=\\d`);
+    for (const deadline = Date.now() + 10000; !ctx.requests.slice(readsBefore).some((u) => incremental.test(u)); await sleep(200)) {
+      if (Date.now() > deadline) throw new Error(`no incremental telemetry read in 10 s: ${ctx.requests.slice(readsBefore)}`);
+    }
+    assert.equal(ctx.loads, loadsBefore, 'the page was reloaded while following the telemetry');
+    assert.equal(await page.locator(`${tid('telemetry-rate-plot')} canvas`).count(), 1);
     await checkPage('viewer-run-live');
 
     // The viewer's page follows the run to its end (aborted by the admin through the API).

@@ -56,8 +56,9 @@ export function collectivePoints(samples, offsetMs = 0) {
     .flatMap((v) => stepPoints(v.start, v.end - v.start, v.busbw, offsetMs));
 }
 
-// Draws shaded windows [{start_s, end_s, label, cls}] and markers [{t_s, label, cls}] over u.over.
-function drawOverlays(u, overlays) {
+// Draws shaded windows [{start_s, end_s, label, cls, testid?}] and markers [{t_s, label, cls,
+// testid?}] over u.over.
+export function drawOverlays(u, overlays) {
   const layer = u.over.querySelector('.fc-overlays') || u.over.appendChild(el('div', { class: 'fc-overlays' }));
   layer.replaceChildren();
   const width = u.over.clientWidth;
@@ -75,15 +76,49 @@ function drawOverlays(u, overlays) {
   for (const m of overlays.markers || []) {
     const x = u.valToPos(m.t_s, 'x');
     if (!(x >= 0 && x <= width)) continue;
-    layer.append(el('div', { class: `fc-marker ${m.cls || ''}`, testid: 'event-marker', style: `left:${x}px`, title: m.label }));
+    layer.append(el('div', { class: `fc-marker ${m.cls || ''}`, testid: m.testid || 'event-marker', style: `left:${x}px`, title: m.label }));
   }
+}
+
+// Plots that share one x axis (the run page's busbw and telemetry plots): the cursor follows
+// across them (uPlot's cursor sync) and zooming one zooms the others. The leader's range is the
+// one a follower takes when it (re)scales on new data; a zoom in either is applied to both.
+export function xLink(key = 'fc-x') {
+  const plots = new Set();
+  let leader = null;
+  let busy = false;
+  return {
+    key,
+    add(u, lead = false) { plots.add(u); if (lead) leader = u; },
+    remove(u) { plots.delete(u); if (leader === u) leader = null; },
+    // The leader's x range [min, max], or null (no leader, or it has no data yet).
+    leaderRange(u) {
+      if (!leader || leader === u) return null;
+      const { min, max } = leader.scales.x;
+      return min === null || min === undefined || max === null || max === undefined ? null : [min, max];
+    },
+    // uPlot setScale hook: pass an x change on to the other plots.
+    scaleChanged(u, scaleKey) {
+      if (scaleKey !== 'x' || busy) return;
+      const { min, max } = u.scales.x;
+      if (min === null || min === undefined || max === null || max === undefined) return;
+      busy = true;
+      try {
+        for (const other of plots) {
+          if (other !== u && (other.scales.x.min !== min || other.scales.x.max !== max)) other.setScale('x', { min, max });
+        }
+      } finally {
+        busy = false;
+      }
+    },
+  };
 }
 
 // A busbw plot in `container`. series: [{label, color?, dash?}]; data: uPlot data.
 // xMax(): seconds the x axis must reach even without samples there (a live run's elapsed time:
 // during a link-down no iteration completes, yet the stall and the active fault must show).
-// Returns {update(data, overlays), destroy()}.
-export function busbwPlot(container, series, data, overlays, { height = 300, xLabel = 'time since run start (s)', xMax = () => null } = {}) {
+// link: an xLink this plot leads (optional). Returns {update(data, overlays), destroy()}.
+export function busbwPlot(container, series, data, overlays, { height = 300, xLabel = 'time since run start (s)', xMax = () => null, link = null } = {}) {
   let current = overlays || {};
   const width = () => Math.max(300, container.clientWidth || 900);
   const opts = {
@@ -106,12 +141,14 @@ export function busbwPlot(container, series, data, overlays, { height = 300, xLa
         value: (u, v) => (v === null || v === undefined ? '–' : `${v.toFixed(3)} GB/s`),
       })),
     ],
-    cursor: { drag: { x: true, y: false } },
+    cursor: { drag: { x: true, y: false }, ...(link ? { sync: { key: link.key } } : {}) },
     hooks: {
       draw: [(u) => drawOverlays(u, current)],
+      ...(link ? { setScale: [(u, key) => link.scaleChanged(u, key)] } : {}),
     },
   };
   const plot = new uPlot(opts, data, container);
+  if (link) link.add(plot, true);
   const onResize = () => plot.setSize({ width: width(), height });
   window.addEventListener('resize', onResize);
   return {
@@ -119,7 +156,11 @@ export function busbwPlot(container, series, data, overlays, { height = 300, xLa
       if (newOverlays) current = newOverlays;
       plot.setData(newData);
     },
-    destroy() { window.removeEventListener('resize', onResize); plot.destroy(); },
+    destroy() {
+      window.removeEventListener('resize', onResize);
+      if (link) link.remove(plot);
+      plot.destroy();
+    },
   };
 }
 

@@ -1,8 +1,11 @@
 // #/runs/ID: one run. A finished run is loaded once; a run in progress follows its event stream
 // (GET /v1/runs/ID/stream, Server-Sent Events) and falls back to polling when the stream is not
-// available. Samples are kept by (rank, iteration) so that nothing is drawn twice.
+// available. Samples are kept by (rank, iteration) so that nothing is drawn twice. The switch
+// telemetry under the busbw plot is read once when the run is finished, every POLL_MS while live.
 import { canOperate, get, post, streamUrl, whoami } from '../api.js';
-import { busbwPlot, alignSeries, rankPoints } from '../plot.js';
+import { busbwPlot, alignSeries, rankPoints, xLink } from '../plot.js';
+import { fmtHottestQueue, fmtP99Iteration } from '../step_cells.js';
+import { telemetryPanel } from './run_telemetry.js';
 import { el, errorBox, fmtMs, fmtNumber, fmtPercent, fmtTime, isFinal, stateBadge } from '../util.js';
 
 const POLL_MS = 2000;
@@ -68,6 +71,10 @@ export async function runView(ctx, id) {
   let lastSampleMs = -Infinity;
   let elapsedMs = null;  // the live run's clock (same origin as samples), null once finished
   let closed = false;
+  let telemetryTimer = null;
+  const link = xLink(`fc-run-${run.id}`);
+  const telemetry = telemetryPanel({ runId: run.id, link,
+    steps: () => (current.result && current.result.analysis && current.result.analysis.steps) || [] });
 
   const addSamples = (list) => {
     for (const s of list) {
@@ -106,6 +113,7 @@ export async function runView(ctx, id) {
       actionSlot),
     metaSlot, liveSlot, stopSlot, errorSlot,
     el('h2', {}, 'Bus bandwidth per iteration'), plotBox, plotNote,
+    el('h2', {}, 'Switch telemetry'), telemetry.node,
     el('h2', {}, 'Recovery per step'), stepsSlot,
     el('div', { class: 'columns' },
       el('div', {}, el('h2', {}, 'Gates'), gatesSlot),
@@ -168,7 +176,8 @@ export async function runView(ctx, id) {
     stepsSlot.replaceChildren();
     if (steps.length) {
       stepsSlot.append(el('table', { class: 'metrics', testid: 'steps-table' },
-        el('thead', {}, el('tr', {}, ['step', 'fault', 'window', 'retained', 'worst busbw', 'detect', 'recover', 'longest stall', 'survived', 'score'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ['step', 'fault', 'window', 'retained', 'worst busbw', 'detect', 'recover', 'longest stall',
+          'p99 iteration (base → fault)', 'hottest queue', 'survived', 'score'].map((h) => el('th', {}, h)))),
         el('tbody', {}, steps.map((s) => el('tr', { testid: 'step-row' },
           el('td', {}, s.step), el('td', {}, stepKind(current, s.step)),
           el('td', {}, `${fmtMs(s.fault_start_ms)} – ${fmtMs(s.fault_end_ms)}`),
@@ -177,6 +186,8 @@ export async function runView(ctx, id) {
           el('td', { class: 'num' }, fmtMs(s.time_to_detect_ms)),
           el('td', { class: 'num' }, s.recovered === false ? 'not recovered' : fmtMs(s.time_to_recover_ms)),
           el('td', { class: 'num' }, fmtMs(s.longest_stall_ms)),
+          el('td', { class: 'num', testid: 'step-p99' }, fmtP99Iteration(s)),
+          el('td', { class: 'small', testid: 'step-hottest-queue' }, fmtHottestQueue(s.hottest_queue)),
           el('td', {}, s.survived ? 'yes' : 'no'),
           el('td', { class: 'num' }, fmtNumber(s.score)))))));
     } else {
@@ -209,6 +220,7 @@ export async function runView(ctx, id) {
     const list = [...samples.values()];
     const { ranks, points } = rankPoints(list);
     const overlays = overlaysFor(current, events);
+    telemetry.setOverlays(telemetryOverlays(overlays));
     plotNote.textContent = list.length
       ? `${list.length} samples from ${ranks.length} rank(s); shaded: fault windows${current.result && current.result.baseline ? ' and the baseline' : ''}; ticks: timeline events. Drag to zoom, double-click to reset.`
       : 'No samples yet.';
@@ -220,9 +232,21 @@ export async function runView(ctx, id) {
       if (plot) plot.handle.destroy();
       plotBox.replaceChildren();
       plot = { ranks, handle: busbwPlot(plotBox, ranks.map((r) => ({ label: `rank ${r}` })), data, overlays,
-        { xMax: () => (elapsedMs === null ? null : elapsedMs / 1000) }) };
+        { xMax: () => (elapsedMs === null ? null : elapsedMs / 1000), link }) };
     }
     renderTimeline();
+  }
+
+  function followTelemetry() {
+    if (telemetryTimer || closed) return;
+    const tick = () => telemetry.load(true, true);
+    telemetryTimer = setInterval(tick, POLL_MS);
+    tick();
+  }
+
+  async function finalTelemetry() {
+    if (telemetryTimer) { clearInterval(telemetryTimer); telemetryTimer = null; }
+    await telemetry.load(false, false);
   }
 
   async function reloadFinal() {
@@ -235,6 +259,7 @@ export async function runView(ctx, id) {
     renderResult();
     renderTimeline();
     draw();
+    await finalTelemetry();
   }
 
   function startPolling() {
@@ -287,16 +312,28 @@ export async function runView(ctx, id) {
     const s = await get(`/v1/runs/${run.id}/samples`);
     addSamples(s.samples || []);
     draw();
+    await finalTelemetry();
   } else {
     startStream();
+    followTelemetry();
   }
-  const drawTimer = setInterval(draw, DRAW_MS);
+  const drawTimer = setInterval(() => { draw(); telemetry.draw(); }, DRAW_MS);
   return () => {
     closed = true;
     clearInterval(drawTimer);
     if (pollTimer) clearInterval(pollTimer);
+    if (telemetryTimer) clearInterval(telemetryTimer);
     if (stream) stream.close();
     if (plot) plot.handle.destroy();
+    telemetry.destroy();
+  };
+}
+
+// The busbw plot's overlays with testids of their own, so that the busbw plot's stay countable.
+function telemetryOverlays({ windows, markers }) {
+  return {
+    windows: windows.map((w) => ({ ...w, testid: `telemetry-${w.testid || 'fault-window'}` })),
+    markers: markers.map((m) => ({ ...m, testid: 'telemetry-event-marker' })),
   };
 }
 

@@ -1,0 +1,33 @@
+// Text of the recovery table's congestion cells, from one step of run.result.analysis.steps
+// (docs/api.md). Pure, so that node checks it too; "–" wherever the analysis has nothing.
+
+// 12522 -> "12 522": a no-break space between groups of three digits, so that a count is never
+// split over two lines of a narrow cell.
+export const GROUP_SEPARATOR = '\u00a0';
+export function fmtCount(value) {
+  if (value === null || value === undefined || !Number.isFinite(Number(value))) return '–';
+  return String(Math.round(Number(value))).replace(/\B(?=(\d{3})+(?!\d))/g, GROUP_SEPARATOR);
+}
+
+// Iteration times keep a decimal while they are short: 36.5 ms, 1585 ms.
+function fmtIterMs(ms) {
+  return ms < 100 ? ms.toFixed(1) : String(Math.round(ms));
+}
+
+// "36.5 → 1585 ms ×43.5": the baseline's p99 iteration time, the fault's, and the slowdown.
+export function fmtP99Iteration(step) {
+  const base = step && step.baseline_iteration_ms;
+  const fault = step && step.fault_iteration_ms;
+  const has = (t) => t && t.iterations > 0 && Number.isFinite(t.p99);
+  if (!has(base) && !has(fault)) return '–';
+  const text = `${has(base) ? fmtIterMs(base.p99) : '–'} → ${has(fault) ? fmtIterMs(fault.p99) : '–'} ms`;
+  const slowdown = step.p99_slowdown;
+  return slowdown === null || slowdown === undefined ? text : `${text} ×${slowdown.toFixed(1)}`;
+}
+
+// "sw0/p3/best_effort: 12 522 drops, 0 marks, peak 127 KiB".
+export function fmtHottestQueue(queue) {
+  if (!queue) return '–';
+  return `${queue.source}: ${fmtCount(queue.drops)} drops, ${fmtCount(queue.ecn_marked)} marks, ` +
+    `peak ${fmtCount((queue.peak_backlog_bytes ?? 0) / 1024)} KiB`;
+}
