@@ -6,6 +6,7 @@
 #include "app/cli.h"
 #include "core/command_line.h"
 #include "injectors/sys/command.h"
+#include "lab/ecn_model.h"
 #include "lab/netns_lab.h"
 #include "lab/port_model.h"
 #include "lab/vm_lab.h"
@@ -47,6 +48,10 @@ Switch port model (either kind and topology; without it ports run as fast as the
   --lossless-dscp D  DSCP values of the lossless/RDMA class, e.g. 26 or 26,24 (default 26);
                      everything else is best effort. Each class gets half the rate, and all of it
                      when the other is idle. See docs/lab.md, "Port model".
+  --ecn KMIN,KMAX,PMAX
+                     mark ECT packets CE on every port (a BPF virtual-queue marker): none below
+                     KMIN bytes of class backlog, rising to PMAX at KMAX, all above; e.g.
+                     20k,80k,0.2. See docs/lab.md, "ECN marking".
 
 VM lab only:
   --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
@@ -63,7 +68,7 @@ VM lab only:
 core::FlagRules labFlagRules() {
   core::FlagRules rules{{"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command",
                          "guest-init", "boot-timeout", "base-port", "topology", "leaves", "spines",
-                         "hosts-per-leaf", "rails", "link-rate", "buffer", "lossless-dscp"},
+                         "hosts-per-leaf", "rails", "link-rate", "buffer", "lossless-dscp", "ecn"},
                         {"help", "no-agent"}};
   rules.positional = true;  // the action
   return rules;
@@ -105,11 +110,11 @@ std::string defaultGuestInit(const std::string& binary) {
   return candidates[0].lexically_normal().string();
 }
 
-// --link-rate, --buffer and --lossless-dscp; nullopt without --link-rate.
+// --link-rate, --buffer, --lossless-dscp and --ecn; nullopt without --link-rate.
 core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags& flags) {
   const auto rate = flags.get("link-rate");
   if (!rate) {
-    for (const char* needs_rate : {"buffer", "lossless-dscp"}) {
+    for (const char* needs_rate : {"buffer", "lossless-dscp", "ecn"}) {
       if (flags.has(needs_rate)) {
         return core::Status(
             core::StatusCode::kInvalidArgument,
@@ -128,7 +133,13 @@ core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags&
   auto dscp = lab::parseDscpList(flags.getOr("lossless-dscp", "26"));
   if (!dscp.isOk()) return dscp.status();
   model.lossless_dscp = *dscp;
+  if (const auto ecn = flags.get("ecn")) {
+    auto marking = lab::parseEcnMarking(*ecn);
+    if (!marking.isOk()) return marking.status();
+    model.ecn = *marking;
+  }
   FC_RETURN_IF_ERROR(lab::checkEgressModel(model));
+  FC_RETURN_IF_ERROR(lab::checkEcnMarking(model));
   return std::optional<scenarios::EgressModel>(model);
 }
 

@@ -9,6 +9,9 @@ packages=(
   # libraries (headers)
   libboost-dev nlohmann-json3-dev libsqlite3-dev
   libnl-3-dev libnl-route-3-dev libnftables-dev
+  # libbpf opens, relocates, loads and tc-attaches the lab's ECN marker (lab/bpf/); hand-written
+  # bpf() syscalls and netlink would duplicate it. The marker is built with clang-14 (below).
+  libbpf-dev
   libibverbs-dev librdmacm-dev
   libgtest-dev libgmock-dev
   libssl-dev openssl

@@ -9,8 +9,10 @@
 #include <sstream>
 #include <thread>
 
+#include "injectors/sys/ecn_marker.h"
 #include "injectors/sys/netns.h"
 #include "injectors/sys/process.h"
+#include "lab/ecn_model.h"
 #include "lab/lab_common.h"
 #include "lab/leaf_spine_routing.h"
 #include "lab/port_model.h"
@@ -140,6 +142,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     FC_RETURN_IF_ERROR(checkLeafSpineShape(options_.leaf_spine));
   }
   if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
+  if (options_.egress) FC_RETURN_IF_ERROR(checkEcnMarking(*options_.egress));
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeLab(options_);
@@ -187,11 +190,17 @@ Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& pr
       for (const auto& command : egressCommands(sw.netns, port, *options_.egress)) {
         FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
       }
+      if (options_.egress->ecn) {
+        FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw.netns, port, ecnMarkerConfig(*options_.egress)));
+      }
       ++ports;
     }
   }
   progress("modelled egress on all " + std::to_string(ports) +
            " switch ports: " + describeEgress(*options_.egress));
+  if (options_.egress->ecn) {
+    progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
+  }
   return Status::ok();
 }
 

@@ -19,7 +19,9 @@
 #include <sstream>
 #include <thread>
 
+#include "injectors/sys/ecn_marker.h"
 #include "injectors/sys/netns.h"
+#include "lab/ecn_model.h"
 #include "lab/lab_common.h"
 #include "lab/port_model.h"
 
@@ -33,6 +35,21 @@ namespace fs = std::filesystem;
 std::string switchNs(const VmLabOptions& o) { return o.prefix + "-sw0"; }
 std::string tapName(const VmLabOptions& o, int i) { return o.prefix + "-tap" + std::to_string(i); }
 std::string qemuName(const VmLabOptions& o, int i) { return o.prefix + "-vm" + std::to_string(i); }
+
+// The lab's taps (names starting with `own`) in `ip -o link show` output.
+std::vector<std::string> ownTaps(const std::string& ip_link_output, const std::string& own) {
+  std::vector<std::string> taps;
+  std::istringstream lines(ip_link_output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::string ifname = line.substr(colon + 2, line.find(':', colon + 2) - colon - 2);
+    ifname = ifname.substr(0, ifname.find('@'));
+    if (ifname.rfind(own, 0) == 0) taps.push_back(ifname);
+  }
+  return taps;
+}
 
 constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPermissionDenied},
                                      {"not supported", StatusCode::kNotSupported},
@@ -404,6 +421,7 @@ Status VmLab::checkPrerequisites() {
     return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 32 for the VM lab");
   }
   if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
+  if (options_.egress) FC_RETURN_IF_ERROR(checkEcnMarking(*options_.egress));
   if (!fs::exists("/dev/net/tun")) {
     return Status(
         StatusCode::kNotSupported,
@@ -643,9 +661,16 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
         for (const auto& command : egressCommands(sw, port, *options_.egress)) {
           FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
         }
+        // The taps are host-kernel ports too: the same BPF marker as the namespace lab's.
+        if (options_.egress->ecn) {
+          FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw, port, ecnMarkerConfig(*options_.egress)));
+        }
       }
       progress("modelled egress on the switch's " + std::to_string(options_.hosts) +
                " ports: " + describeEgress(*options_.egress));
+      if (options_.egress->ecn) {
+        progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
+      }
     }
     return writeFabric(fabric);
   };
@@ -693,23 +718,22 @@ Status VmLab::down(const Progress& progress) {
   }
   sys::releasePooledNetnsSockets();  // or the namespaces would outlive their deletion
   Status first_error;
+  const std::string own = options_.prefix + "-tap";
   if (switchPresent()) {
+    // A tap that outlived its qemu keeps its clsact qdisc and ECN marker: remove them first.
+    if (auto links = runner_.run({"ip", "-n", switchNs(options_), "-o", "link", "show"});
+        links.isOk()) {
+      for (const auto& tap : ownTaps(links->out, own)) {
+        (void)runner_.run({"tc", "-n", switchNs(options_), "qdisc", "del", "dev", tap, "clsact"});
+      }
+    }
     progress("removing namespace " + switchNs(options_));
     // Deleting the namespace destroys the bridge and any tap still in it.
     if (Status s = ip({"netns", "del", switchNs(options_)}); !s.isOk()) first_error = s;
   }
   // A tap is destroyed with its qemu; one whose qemu was killed before the move is removed here.
   if (auto links = runner_.run({"ip", "-o", "link", "show"}); links.isOk()) {
-    std::istringstream lines(links->out);
-    std::string line;
-    const std::string own = options_.prefix + "-tap";
-    while (std::getline(lines, line)) {
-      auto colon = line.find(": ");
-      if (colon == std::string::npos) continue;
-      std::string ifname = line.substr(colon + 2, line.find(':', colon + 2) - colon - 2);
-      ifname = ifname.substr(0, ifname.find('@'));
-      if (ifname.rfind(own, 0) == 0) (void)ip({"link", "del", ifname});
-    }
+    for (const auto& tap : ownTaps(links->out, own)) (void)ip({"link", "del", tap});
   }
   for (const auto& entry : fs::directory_iterator(vmDir(options_), ec)) {
     if (entry.path().extension() == ".pid") fs::remove(entry.path(), ec);

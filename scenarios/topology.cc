@@ -81,7 +81,7 @@ Status readPositive(const json& obj, const std::string& path, std::string_view k
 }
 
 Status parseEgress(const json& obj, const std::string& path, EgressModel& egress) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"rate_bps", "buffer_bytes", "lossless_dscp"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"rate_bps", "buffer_bytes", "lossless_dscp", "ecn"}));
   FC_RETURN_IF_ERROR(readPositive(obj, path, "rate_bps", egress.rate_bps));
   FC_RETURN_IF_ERROR(readPositive(obj, path, "buffer_bytes", egress.buffer_bytes));
   if (const json* dscp = find(obj, "lossless_dscp")) {
@@ -94,6 +94,19 @@ Status parseEgress(const json& obj, const std::string& path, EgressModel& egress
       }
       egress.lossless_dscp.push_back(value.get<int>());
     }
+  }
+  if (const json* ecn = find(obj, "ecn")) {
+    const std::string ecn_path = child(path, "ecn");
+    EcnMarking& marking = egress.ecn.emplace();
+    FC_RETURN_IF_ERROR(checkObject(*ecn, ecn_path, {"kmin_bytes", "kmax_bytes", "pmax"}));
+    FC_RETURN_IF_ERROR(readPositive(*ecn, ecn_path, "kmin_bytes", marking.kmin_bytes));
+    FC_RETURN_IF_ERROR(readPositive(*ecn, ecn_path, "kmax_bytes", marking.kmax_bytes));
+    const json* pmax = find(*ecn, "pmax");
+    if (pmax == nullptr || !pmax->is_number() || pmax->get<double>() <= 0 ||
+        pmax->get<double>() > 1) {
+      return invalid(child(ecn_path, "pmax"), "must be a probability in (0, 1]");
+    }
+    marking.pmax = pmax->get<double>();
   }
   return Status::ok();
 }
@@ -373,6 +386,10 @@ nlohmann::json toJson(const Fabric& fabric) {
       switches.back()["egress"] = {{"rate_bps", sw.egress->rate_bps},
                                    {"buffer_bytes", sw.egress->buffer_bytes},
                                    {"lossless_dscp", sw.egress->lossless_dscp}};
+      if (const auto& ecn = sw.egress->ecn) {
+        switches.back()["egress"]["ecn"] = {
+            {"kmin_bytes", ecn->kmin_bytes}, {"kmax_bytes", ecn->kmax_bytes}, {"pmax", ecn->pmax}};
+      }
     }
   }
   json links = json::array();

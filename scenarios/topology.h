@@ -35,10 +35,23 @@ struct Host {
 // and per traffic class a finite drop-tail buffer. Packets whose DSCP is in lossless_dscp go to
 // the lossless/RDMA class, the rest to best effort; each class is guaranteed half the rate and
 // may borrow the whole of it when the other is idle, as ETS shares a port.
+// ECN marking on a modelled port (lab/ecn_model.h, docs/lab.md "ECN marking"): ECT packets are
+// marked CE with probability 0 below kmin_bytes of backlog in their class, rising linearly to pmax
+// at kmax_bytes, and 1 above it.
+struct EcnMarking {
+  int64_t kmin_bytes = 0;
+  int64_t kmax_bytes = 0;
+  double pmax = 0;
+  bool operator==(const EcnMarking&) const = default;
+};
+
 struct EgressModel {
   int64_t rate_bps = 0;
   int64_t buffer_bytes = 0;  // per class
   std::vector<int> lossless_dscp;
+  // JSON "ecn"; nullopt: no marking, drop-tail only. Defaulted, so {rate, buffer, dscp} still
+  // initialises a model without -Wmissing-field-initializers.
+  std::optional<EcnMarking> ecn = std::nullopt;
   bool operator==(const EgressModel&) const = default;
 };
 

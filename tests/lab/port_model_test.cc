@@ -127,7 +127,7 @@ TEST(PortModelTest, TheFabricDescriptionRecordsItOnEverySwitchAndRoundTrips) {
             "switches[0].egress.buffer_bytes: must be a positive integer"},
            {[](nlohmann::json& e) { e["lossless_dscp"] = {64}; },
             "switches[0].egress.lossless_dscp[0]: must be a DSCP value (0-63)"},
-           {[](nlohmann::json& e) { e["ecn"] = true; }, "switches[0].egress.ecn: unknown field"},
+           {[](nlohmann::json& e) { e["red"] = true; }, "switches[0].egress.red: unknown field"},
        }) {
     nlohmann::json doc = json;
     mutate(doc["switches"][0]["egress"]);
