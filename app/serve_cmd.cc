@@ -26,6 +26,7 @@
 #include "injectors/sys/command.h"
 #include "lab/fabric_catalog.h"
 #include "lab/netns_lab.h"
+#include "lab/switch_telemetry.h"
 #include "scenarios/engine/engine.h"
 #include "scenarios/engine/fabric_agents.h"
 #include "scenarios/schedule/scheduler.h"
@@ -332,7 +333,9 @@ int serveMain(int argc, char** argv) {
   AppAgentDirectory agents(local_agent, [](const std::string& url, const std::string& token) {
     return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
   });
-  scenarios::Engine engine({store.get(), &agents, &catalog, &clock}, {});
+  // Every modelled lab switch's queues, read from the kernel every 100 ms during a run.
+  const auto switch_telemetry = lab::makeKernelSwitchTelemetry();
+  scenarios::Engine engine({store.get(), &agents, &catalog, &clock, switch_telemetry.get()}, {});
   // Scenarios are validated against the agents of the fabric they target, not this kernel.
   scenarios::FabricAgents fabric_agents(agents);
 

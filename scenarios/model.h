@@ -40,7 +40,7 @@ struct TargetSelector {
   std::string link;
   std::map<std::string, std::string> labels;
   LinkSide side = LinkSide::kSwitch;
-  std::vector<std::string> sources;
+  std::vector<std::string> sources = {};
   // "host h1", "link h1-sw0", "labels {rack=r1}"; "host h3 from h0, h1" with sources.
   std::string describe() const;
 };

@@ -31,21 +31,23 @@ class RegistryTest : public ::testing::Test {
 TEST_F(RegistryTest, ListsEveryKindSorted) {
   auto registry = make();
   EXPECT_EQ(registry->kinds(),
-            (std::vector<std::string>{"link_flap", "netem", "packet_loss", "pfc_storm"}));
-  ASSERT_NE(registry->find("link_flap"), nullptr);
-  ASSERT_NE(registry->find("netem"), nullptr);
-  ASSERT_NE(registry->find("packet_loss"), nullptr);
-  ASSERT_NE(registry->find("pfc_storm"), nullptr);
+            (std::vector<std::string>{"incast", "link_flap", "netem", "packet_loss", "pfc_storm"}));
+  for (const char* kind : {"incast", "link_flap", "netem", "packet_loss", "pfc_storm"}) {
+    ASSERT_NE(registry->find(kind), nullptr) << kind;
+  }
   EXPECT_EQ(registry->find("pfc_config"), nullptr);
   auto capabilities = registry->capabilities();
-  ASSERT_EQ(capabilities.size(), 4u);
-  EXPECT_EQ(capabilities[0].kind, "link_flap");
-  EXPECT_EQ(capabilities[1].kind, "netem");
-  EXPECT_EQ(capabilities[2].kind, "packet_loss");
-  EXPECT_EQ(capabilities[3].kind, "pfc_storm");
-  // Without emitters (this registry has none) the long-running kind says why it cannot run.
-  EXPECT_FALSE(capabilities[3].available);
-  EXPECT_EQ(capabilities[3].reason, "no emitter support in this agent");
+  ASSERT_EQ(capabilities.size(), 5u);
+  EXPECT_EQ(capabilities[0].kind, "incast");
+  EXPECT_EQ(capabilities[1].kind, "link_flap");
+  EXPECT_EQ(capabilities[2].kind, "netem");
+  EXPECT_EQ(capabilities[3].kind, "packet_loss");
+  EXPECT_EQ(capabilities[4].kind, "pfc_storm");
+  // Without emitters (this registry has none) the long-running kinds say why they cannot run.
+  for (size_t i : {0, 4}) {
+    EXPECT_FALSE(capabilities[i].available) << capabilities[i].kind;
+    EXPECT_EQ(capabilities[i].reason, "no emitter support in this agent");
+  }
   for (const KindInfo& info : capabilities) EXPECT_FALSE(info.description.empty()) << info.kind;
 }
 
