@@ -171,6 +171,13 @@ int runSink(const TrafficOptions& o, const sigset_t& wait_mask) {
 }
 
 int runSource(const TrafficOptions& o, const sigset_t& wait_mask) {
+  // Checked once, before any report: a missing one would fail every connection forever.
+  if (!o.congestion_control.empty()) {
+    if (core::Status s = TrafficSocket::checkCongestionControl(o.congestion_control); !s.isOk()) {
+      std::fprintf(stderr, "fabric-chaos traffic: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
   const int64_t start_ns = core::steadyNowNs();
   Schedule schedule(o, start_ns);
   workload::SourceLedger ledger(o.flows, start_ns);
@@ -218,7 +225,7 @@ int runSource(const TrafficOptions& o, const sigset_t& wait_mask) {
       if (flow.state == State::kIdle && now_ns >= flow.next_attempt_ns) {
         if (flow.attempted) ledger.retried();
         flow.attempted = true;
-        auto started = TrafficSocket::connect(o.addr, o.port, o.dscp);
+        auto started = TrafficSocket::connect(o.addr, o.port, o.dscp, o.congestion_control);
         if (started.isOk()) {
           flow.socket = std::move(started.value());
           flow.state = State::kConnecting;

@@ -200,6 +200,11 @@ Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& pr
            " switch ports: " + describeEgress(*options_.egress));
   if (options_.egress->ecn) {
     progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
+    // Marks only reach senders that asked for ECN: Linux's default (2) accepts it but never asks.
+    for (const auto& host : fabric.hosts) {
+      FC_RETURN_IF_ERROR(sysctls_.set(host.netns, "net.ipv4.tcp_ecn", "1"));
+    }
+    progress("net.ipv4.tcp_ecn=1 in every host namespace: their TCP flows negotiate ECN");
   }
   return Status::ok();
 }

@@ -81,7 +81,7 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
   } else if (args[0] == "source") {
     o.role = TrafficRole::kSource;
     rules.valued = {"connect", "flows",     "message-bytes", "rate-mbps",
-                    "dscp",    "report-ms", "duration-s"};
+                    "dscp",    "report-ms", "duration-s",    "congestion-control"};
   } else {
     return invalid("unknown role \"" + args[0] + "\": give sink or source");
   }
@@ -95,6 +95,19 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
     if (parsed.name == "listen" || parsed.name == "connect") {
       FC_RETURN_IF_ERROR(parseAddressPort(flag, value, &o.addr, &o.port));
       have_address = true;
+      continue;
+    }
+    if (parsed.name == "congestion-control") {
+      // A kernel module name: what TCP_CONGESTION takes (TCP_CA_NAME_MAX is 16 with the NUL).
+      const bool valid = !value.empty() && value.size() < 16 &&
+                         std::all_of(value.begin(), value.end(), [](char c) {
+                           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                         });
+      if (!valid) {
+        return invalid(flag + " \"" + value +
+                       "\": a congestion control name such as cubic or reno (a-z, 0-9, _)");
+      }
+      o.congestion_control = value;
       continue;
     }
     int64_t min = 0;
@@ -138,7 +151,8 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
 std::string trafficUsage() {
   return R"(Usage: fabric-chaos traffic sink   --listen ADDR:PORT [--report-ms 100] [--duration-s S]
        fabric-chaos traffic source --connect ADDR:PORT [--flows N] [--message-bytes B]
-                                   [--rate-mbps R] [--dscp D] [--report-ms 100] [--duration-s S]
+                                   [--rate-mbps R] [--dscp D] [--congestion-control CC]
+                                   [--report-ms 100] [--duration-s S]
 
 TCP traffic between namespaces or hosts: the incast and hot-spot faults' aggressor. A sink
 accepts any number of flows and discards what they send; a source keeps N flows to one sink busy,
@@ -151,6 +165,10 @@ retrying a refused, unreachable or lost connection every 100 ms until it is stop
   --rate-mbps R        source: total Mbit/s over all flows, 1-400000, paced by a token bucket
                        (default: as fast as TCP goes)
   --dscp D             source: DSCP 0-63 of every flow (IP_TOS D<<2; ECN left to the kernel)
+  --congestion-control CC
+                       source: TCP congestion control of every flow, e.g. cubic or reno, which
+                       react to ECN marks (default: the host's, often bbr, which does not); one
+                       this host does not have fails at start (exit 1)
   --report-ms M        one JSON report line on stdout every M ms, 10-10000 (default 100)
   --duration-s S       stop after S seconds (default: run until SIGTERM or SIGINT)
 
@@ -162,7 +180,8 @@ Reports (one JSON object per line; the first right after listen / at start, the 
 bytes are totals since start (a source counts what its sockets accepted), mbps is over the last
 interval, reconnects counts connection retries.
 
-Exit status: 0 stopped, 1 the sink cannot listen, 2 bad usage.
+Exit status: 0 stopped, 1 the sink cannot listen or the congestion control is missing, 2 bad
+usage.
 )";
 }
 

@@ -35,6 +35,8 @@ struct TrafficOptions {
   int64_t message_bytes = kDefaultMessageBytes;  // source only: the size of one write
   std::optional<int64_t> rate_mbps;              // source only: total over all flows; none = TCP's
   int dscp = 0;                                  // source only: IP_TOS = dscp << 2
+  // Source only: TCP_CONGESTION of every flow ("cubic", "reno", ...); "" = the host's default.
+  std::string congestion_control;
   int64_t report_ms = 100;
   std::optional<int64_t> duration_s;  // none: until SIGTERM/SIGINT
 };

@@ -56,6 +56,17 @@ const KindSpec& incastSpec() {
          0,
          "DSCP of the incast traffic: the training traffic's class (on a modelled lab port, a "
          "lossless DSCP such as 26 shares the RDMA class's queue) or another one"},
+        {"congestion_control",
+         ParamType::kChoice,
+         "",
+         std::nullopt,
+         false,
+         std::nullopt,
+         {"cubic", "reno", "bbr", "dctcp"},
+         false,
+         nullptr,
+         "TCP congestion control of the incast flows; absent: the host's default (often bbr, "
+         "which ignores ECN marks); one the host lacks fails the apply"},
         {"port",
          ParamType::kInteger,
          "",

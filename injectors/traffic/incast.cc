@@ -117,6 +117,9 @@ std::vector<std::string> Incast::sourceArgv(const std::string& self_exe,
   if (p.contains("rate_mbps")) {
     argv.insert(argv.end(), {"--rate-mbps", std::to_string(p["rate_mbps"].get<int64_t>())});
   }
+  if (p.contains("congestion_control")) {
+    argv.insert(argv.end(), {"--congestion-control", p["congestion_control"].get<std::string>()});
+  }
   return argv;
 }
 

@@ -44,9 +44,11 @@ TEST_F(IncastTest, ValidatesTheSchema) {
             "message_bytes: must be an integer in 1024..16777216");
   EXPECT_EQ(incast_.validate({{"rate_mbps", 0}}).message(),
             "rate_mbps: must be an integer in 1..400000");
+  EXPECT_EQ(incast_.validate({{"congestion_control", "vegas"}}).message(),
+            "congestion_control: must be one of cubic, reno, bbr, dctcp");
   EXPECT_EQ(incast_.validate({{"sinks", 1}}).message(),
             "sinks: unknown parameter (expected flows_per_source, message_bytes, rate_mbps, dscp, "
-            "port)");
+            "congestion_control, port)");
 }
 
 TEST_F(IncastTest, RefusesTargetsThatAreNotOneSinkAndDistinctSources) {
@@ -70,6 +72,8 @@ TEST_F(IncastTest, CommandLinesCarryTheParameters) {
             (std::vector<std::string>{"/x", "traffic", "source", "--connect", "10.0.0.3:9000",
                                       "--flows", "1", "--message-bytes", "131072", "--dscp", "0"}))
       << "no --rate-mbps: unlimited";
+  EXPECT_EQ(Incast::sourceArgv("/x", "10.0.0.3", {{"congestion_control", "cubic"}}).back(),
+            "cubic");
   EXPECT_EQ(Incast::sourceArgv("/x", "10.0.0.3", fault_.params),
             (std::vector<std::string>{"/x", "traffic", "source", "--connect", "10.0.0.3:7700",
                                       "--flows", "2", "--message-bytes", "131072", "--dscp", "26",

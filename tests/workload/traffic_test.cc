@@ -38,13 +38,15 @@ TEST(TrafficArgsTest, SourceDefaults) {
   EXPECT_EQ(parsed->message_bytes, 128 * 1024);
   EXPECT_FALSE(parsed->rate_mbps.has_value());
   EXPECT_EQ(parsed->dscp, 0);
+  EXPECT_EQ(parsed->congestion_control, "") << "the host's default";
   EXPECT_EQ(parsed->report_ms, 100);
 }
 
 TEST(TrafficArgsTest, SourceEveryFlag) {
-  auto parsed = parseTrafficArgs({"source", "--connect", "10.200.0.2:7000", "--flows", "64",
-                                  "--message-bytes", "1024", "--rate-mbps", "400000", "--dscp",
-                                  "63", "--report-ms", "10", "--duration-s", "5"});
+  auto parsed =
+      parseTrafficArgs({"source", "--connect", "10.200.0.2:7000", "--flows", "64",
+                        "--message-bytes", "1024", "--rate-mbps", "400000", "--dscp", "63",
+                        "--report-ms", "10", "--duration-s", "5", "--congestion-control", "cubic"});
   ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
   EXPECT_EQ(parsed->flows, 64);
   EXPECT_EQ(parsed->message_bytes, 1024);
@@ -52,6 +54,7 @@ TEST(TrafficArgsTest, SourceEveryFlag) {
   EXPECT_EQ(parsed->dscp, 63);
   EXPECT_EQ(parsed->report_ms, 10);
   EXPECT_EQ(parsed->duration_s, 5);
+  EXPECT_EQ(parsed->congestion_control, "cubic");
 }
 
 TEST(TrafficArgsTest, ErrorsNameTheFlag) {
@@ -85,6 +88,12 @@ TEST(TrafficArgsTest, ErrorsNameTheFlag) {
        "--report-ms must be between 10 and 10000"},
       {{"sink", "--listen", "10.0.0.1:5", "--duration-s", "0"}, "--duration-s must be between"},
       {{"source", "--connect", "10.0.0.1:5", "--verbs"}, "unknown option --verbs"},
+      {{"source", "--connect", "10.0.0.1:5", "--congestion-control", "Cubic"},
+       "--congestion-control \"Cubic\": a congestion control name"},
+      {{"source", "--connect", "10.0.0.1:5", "--congestion-control", "a_name_far_too_long"},
+       "--congestion-control \"a_name_far_too_long\""},
+      {{"sink", "--listen", "10.0.0.1:5", "--congestion-control", "cubic"},
+       "unknown option --congestion-control"},
       {{"source", "--connect"}, "--connect needs a value"},
       {{"sink", "--listen", "10.0.0.1:5", "extra"}, "unexpected argument"},
   };
@@ -102,8 +111,9 @@ TEST(TrafficArgsTest, HelpAndUsage) {
   EXPECT_TRUE(trafficWantsHelp({"-h"}));
   EXPECT_FALSE(trafficWantsHelp({"sink", "--listen", "10.0.0.1:5"}));
   const std::string usage = trafficUsage();
-  for (const char* flag : {"--listen", "--connect", "--flows", "--message-bytes", "--rate-mbps",
-                           "--dscp", "--report-ms", "--duration-s", "\"final\":true"}) {
+  for (const char* flag :
+       {"--listen", "--connect", "--flows", "--message-bytes", "--rate-mbps", "--dscp",
+        "--congestion-control", "--report-ms", "--duration-s", "\"final\":true"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

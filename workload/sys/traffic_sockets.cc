@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "workload/sys/endpoint.h"
 
@@ -56,7 +57,32 @@ Result<TrafficSocket> TrafficSocket::listen(const std::string& addr, int port) {
   return sock;
 }
 
-Result<TrafficSocket> TrafficSocket::connect(const std::string& addr, int port, int dscp) {
+namespace {
+
+core::Status setCongestionControl(int fd, const std::string& name) {
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                   static_cast<socklen_t>(name.size())) == 0) {
+    return core::Status::ok();
+  }
+  return core::errnoStatus(errno, "congestion control " + name);
+}
+
+}  // namespace
+
+core::Status TrafficSocket::checkCongestionControl(const std::string& congestion_control) {
+  TrafficSocket probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return core::errnoStatus(errno, "socket");
+  if (setCongestionControl(probe.fd(), congestion_control).isOk()) return core::Status::ok();
+  std::ifstream available("/proc/sys/net/ipv4/tcp_available_congestion_control");
+  std::string names;
+  std::getline(available, names);
+  return core::Status(core::StatusCode::kNotFound, "congestion control " + congestion_control +
+                                                       " is not available on this host (it has: " +
+                                                       (names.empty() ? "unknown" : names) + ")");
+}
+
+Result<TrafficSocket> TrafficSocket::connect(const std::string& addr, int port, int dscp,
+                                             const std::string& congestion_control) {
   auto endpoint = resolveNumeric(addr, port);
   if (!endpoint.isOk()) return endpoint.status();
   const std::string where = hostPort(addr, port);
@@ -68,6 +94,9 @@ Result<TrafficSocket> TrafficSocket::connect(const std::string& addr, int port, 
                      ? ::setsockopt(sock.fd(), IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
                      : ::setsockopt(sock.fd(), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   if (rc != 0) return core::errnoStatus(errno, "set DSCP " + std::to_string(dscp));
+  if (!congestion_control.empty()) {
+    FC_RETURN_IF_ERROR(setCongestionControl(sock.fd(), congestion_control));
+  }
   const unsigned user_timeout = kUserTimeoutMs;
   ::setsockopt(sock.fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
   if (::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&endpoint->addr), endpoint->len) !=
