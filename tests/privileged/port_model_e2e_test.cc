@@ -84,28 +84,6 @@ class PortModel : public ::testing::Test {
     return doc;
   }
 
-  // `tc -s -j qdisc` of sw0's port: one qdisc's statistics by handle ("20:").
-  static json qdiscStats(const std::string& port, const std::string& handle) {
-    const CommandOutput out = runShell("tc -n fcl-sw0 -s -j qdisc show dev " + port);
-    const json doc = json::parse(out.out, nullptr, false);
-    if (doc.is_array()) {
-      for (const auto& entry : doc) {
-        if (entry.value("handle", "") == handle) return entry;
-      }
-    }
-    return json();
-  }
-
-  // Bytes sent by one htb class of sw0's port, from `tc -s class` (iproute2 6.1 prints htb
-  // classes as text only, even with -j); -1 when the class is not there.
-  static int64_t classBytes(const std::string& port, const std::string& classid) {
-    const std::string out = runShell("tc -n fcl-sw0 -s class show dev " + port).out;
-    const std::regex sent("class htb " + classid + " [^\\n]*\\n Sent (\\d+) bytes");
-    std::smatch match;
-    if (!std::regex_search(out, match, sent)) return -1;
-    return std::stoll(match[1].str());
-  }
-
   std::string dir_;
   std::string binary_;
   bool lab_up_ = false;
@@ -129,16 +107,18 @@ TEST_F(PortModel, ATcpFlowGetsTheModelledRateAndDscp26IsQueuedAsLossless) {
   std::cout << "TCP through a 100 Mbit/s port: " << mbit << " Mbit/s received (iperf3)\n";
   EXPECT_GE(mbit, 0.9 * kRateMbit);
   EXPECT_LE(mbit, 1.01 * kRateMbit) << "more than the line rate: the port is not shaped";
-  EXPECT_GT(classBytes("p1", "1:20"), 40'000'000) << "best effort carried the flow";
-  EXPECT_GE(classBytes("p1", "1:10"), 0);
-  EXPECT_LT(classBytes("p1", "1:10"), 100'000) << "nothing marked went through the lossless class";
+  EXPECT_GT(htbClassBytes("fcl-sw0", "p1", "1:20"), 40'000'000) << "best effort carried the flow";
+  EXPECT_GE(htbClassBytes("fcl-sw0", "p1", "1:10"), 0);
+  EXPECT_LT(htbClassBytes("fcl-sw0", "p1", "1:10"), 100'000)
+      << "nothing marked went through the lossless class";
 
   // The same flow marked DSCP 26 (TOS 0x68) lands in the lossless class.
   startServer(1, 5302);
   const json lossless = client(0, "-c 10.200.0.2 -p 5302 -t 2 --tos 0x68");
   EXPECT_GE(lossless["end"]["sum_received"]["bits_per_second"].get<double>() / 1e6,
             0.9 * kRateMbit);
-  EXPECT_GT(classBytes("p1", "1:10"), 20'000'000) << "DSCP 26 went through the lossless class";
+  EXPECT_GT(htbClassBytes("fcl-sw0", "p1", "1:10"), 20'000'000)
+      << "DSCP 26 went through the lossless class";
 }
 
 TEST_F(PortModel, AFourToOneIncastOverflowsTheBufferAndDropsAtThePort) {
@@ -148,7 +128,7 @@ TEST_F(PortModel, AFourToOneIncastOverflowsTheBufferAndDropsAtThePort) {
   std::atomic<int64_t> max_backlog{0};
   std::thread sampler([&] {
     while (!stop) {
-      const int64_t backlog = qdiscStats("p0", "20:").value("backlog", int64_t{0});
+      const int64_t backlog = qdiscStats("fcl-sw0", "p0", "20:").value("backlog", int64_t{0});
       max_backlog = std::max<int64_t>(max_backlog, backlog);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -172,7 +152,7 @@ TEST_F(PortModel, AFourToOneIncastOverflowsTheBufferAndDropsAtThePort) {
     received_mbit += report["end"]["sum"]["bits_per_second"].get<double>() *
                      (1.0 - report["end"]["sum"]["lost_percent"].get<double>() / 100.0) / 1e6;
   }
-  const json sink_queue = qdiscStats("p0", "20:");
+  const json sink_queue = qdiscStats("fcl-sw0", "p0", "20:");
   const int64_t drops = sink_queue.value("drops", int64_t{0});
   std::cout << "4x50 Mbit/s into 100 Mbit/s: received " << received_mbit
             << " Mbit/s in all, drops at sw0:p0 " << drops << ", max backlog seen " << max_backlog
@@ -183,7 +163,7 @@ TEST_F(PortModel, AFourToOneIncastOverflowsTheBufferAndDropsAtThePort) {
   EXPECT_LE(received_mbit, 1.01 * kRateMbit);
   EXPECT_GE(received_mbit, 0.85 * kRateMbit) << "the port stayed busy";
   // The senders' own ports were not the bottleneck: nothing dropped on their way in.
-  EXPECT_EQ(qdiscStats("p1", "20:").value("drops", int64_t{0}), 0);
+  EXPECT_EQ(qdiscStats("fcl-sw0", "p1", "20:").value("drops", int64_t{0}), 0);
 }
 
 }  // namespace

@@ -75,16 +75,6 @@ int64_t firstBytesMs(const std::vector<json>& lines) {
   return -1;
 }
 
-// Bytes sent by one htb class of the sink's switch port (`tc -s class`: iproute2 prints htb
-// classes as text only); -1 when the class is not there.
-int64_t classBytes(const std::string& classid) {
-  const std::string out = runShell(std::string("tc -n fct-sw0 -s class show dev ") + kSinkPort).out;
-  const std::regex sent("class htb " + classid + " [^\\n]*\\n Sent (\\d+) bytes");
-  std::smatch match;
-  if (!std::regex_search(out, match, sent)) return -1;
-  return std::stoll(match[1].str());
-}
-
 class TrafficE2e : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -229,10 +219,10 @@ TEST_F(TrafficE2e, RateMbpsPacesTheSourceSeenBySinkAndSwitchPort) {
   ASSERT_TRUE(waitFor([&] { return lastReport(receiver).value("bytes", int64_t{0}) > 0; }, 5000))
       << sender.output();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const int64_t class_before = classBytes("1:1");
+  const int64_t class_before = htbClassBytes("fct-sw0", kSinkPort, "1:1");
   const int64_t t_before = steadyNowNs();
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const int64_t class_after = classBytes("1:1");
+  const int64_t class_after = htbClassBytes("fct-sw0", kSinkPort, "1:1");
   const int64_t t_after = steadyNowNs();
   stopCleanly(sender, "source");
   stopCleanly(receiver, "sink");
@@ -266,8 +256,8 @@ TEST_F(TrafficE2e, RateMbpsPacesTheSourceSeenBySinkAndSwitchPort) {
 }
 
 TEST_F(TrafficE2e, Dscp26LandsInTheLosslessClass) {
-  const int64_t lossless_before = classBytes("1:10");
-  const int64_t best_effort_before = classBytes("1:20");
+  const int64_t lossless_before = htbClassBytes("fct-sw0", kSinkPort, "1:10");
+  const int64_t best_effort_before = htbClassBytes("fct-sw0", kSinkPort, "1:20");
   ASSERT_GE(lossless_before, 0);
   ASSERT_GE(best_effort_before, 0);
   ChildProcess& receiver = sink();
@@ -275,8 +265,8 @@ TEST_F(TrafficE2e, Dscp26LandsInTheLosslessClass) {
   EXPECT_EQ(sender.signalAndWait(0, 6000, true), 0) << sender.output();
   stopCleanly(receiver, "sink");
   const int64_t received = lastReport(receiver)["bytes"].get<int64_t>();
-  const int64_t lossless = classBytes("1:10") - lossless_before;
-  const int64_t best_effort = classBytes("1:20") - best_effort_before;
+  const int64_t lossless = htbClassBytes("fct-sw0", kSinkPort, "1:10") - lossless_before;
+  const int64_t best_effort = htbClassBytes("fct-sw0", kSinkPort, "1:20") - best_effort_before;
   std::cout << "--dscp 26: sink received " << received << " bytes; switch port class 1:10 "
             << lossless << " bytes, 1:20 " << best_effort << " bytes\n";
   EXPECT_GT(received, 5'000'000);
