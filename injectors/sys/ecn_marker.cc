@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/unique_fd.h"
 #include "injectors/sys/ecn_marker_abi.h"
 #include "injectors/sys/netns.h"
 
@@ -37,20 +38,6 @@ struct ObjectCloser {
   void operator()(bpf_object* object) const { bpf_object__close(object); }
 };
 using ObjectPtr = std::unique_ptr<bpf_object, ObjectCloser>;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // libbpf returns -errno.
 int errorOf(int ret) { return ret < 0 ? -ret : (errno != 0 ? errno : EINVAL); }
@@ -215,7 +202,7 @@ core::Result<EcnMarks> readEcnMarks(const std::string& netns, const std::string&
       return permissionOr(errorOf(ret), "querying " + where + "'s egress filters",
                           StatusCode::kInternal, strerror(errorOf(ret)));
     }
-    Fd program(bpf_prog_get_fd_by_id(opts.prog_id));
+    core::UniqueFd program(bpf_prog_get_fd_by_id(opts.prog_id));
     if (program.get() < 0) {
       return permissionOr(errno, "opening program " + std::to_string(opts.prog_id),
                           StatusCode::kNotFound, strerror(errno));
@@ -231,7 +218,7 @@ core::Result<EcnMarks> readEcnMarks(const std::string& netns, const std::string&
     }
     const uint32_t count = std::min<uint32_t>(info.nr_map_ids, 8);
     for (uint32_t i = 0; i < count; ++i) {
-      Fd map(bpf_map_get_fd_by_id(map_ids[i]));
+      core::UniqueFd map(bpf_map_get_fd_by_id(map_ids[i]));
       if (map.get() < 0) continue;
       bpf_map_info map_info{};
       uint32_t map_info_size = sizeof(map_info);
