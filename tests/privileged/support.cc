@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -84,6 +85,7 @@ HttpReply httpRequestWithAuthorization(int port, const std::string& method,
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    reply.body = std::string("(no reply: connect: ") + std::strerror(errno) + ")";
     close(fd);
     return reply;
   }
@@ -101,9 +103,18 @@ HttpReply httpRequestWithAuthorization(int port, const std::string& method,
   char buffer[65536];
   ssize_t n;
   while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) raw.append(buffer, static_cast<size_t>(n));
+  const int recv_errno = n < 0 ? errno : 0;
   close(fd);
   auto header_end = raw.find("\r\n\r\n");
-  if (raw.size() < 12 || header_end == std::string::npos) return reply;
+  if (raw.size() < 12 || header_end == std::string::npos) {
+    // Status 0: say what the transport saw, so that a flaky failure can be told apart.
+    reply.body = "(no reply after sending " + std::to_string(sent) + " of " +
+                 std::to_string(request.size()) + " bytes: " +
+                 (recv_errno != 0 ? std::string("recv: ") + std::strerror(recv_errno)
+                                  : std::string("the server closed the connection")) +
+                 " after " + std::to_string(raw.size()) + " bytes)";
+    return reply;
+  }
   reply.status = std::atoi(raw.substr(9, 3).c_str());
   reply.body = raw.substr(header_end + 4);
   return reply;

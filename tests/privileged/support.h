@@ -41,7 +41,7 @@ struct CommandOutput {
 CommandOutput runShell(const std::string& command);
 
 struct HttpReply {
-  int status = 0;
+  int status = 0;  // 0: no HTTP reply; body then says what the connection saw
   std::string body;
   nlohmann::json json() const;
 };
