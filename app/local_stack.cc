@@ -181,8 +181,10 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
       emitters(sys::makeProcessEmitters(log_dir + "/emitters", sys::makeForkExecLauncher())),
-      registry(injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get(), emitters.get()},
-                                       withSelfExe(registry_options, self_exe))),
+      forwarding(sys::makeKernelForwarding()),
+      registry(injectors::makeRegistry(
+          {links.get(), nftables.get(), qdiscs.get(), emitters.get(), forwarding.get()},
+          withSelfExe(registry_options, self_exe))),
       launcher(sys::makeForkExecLauncher()),
       rdma(sys::makeSysfsRdmaDevices()),
       local_agent(

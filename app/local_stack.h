@@ -18,6 +18,7 @@
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
 #include "injectors/sys/emitters.h"
+#include "injectors/sys/forwarding.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/process.h"
@@ -94,6 +95,8 @@ struct LocalStack {
   // Long-running faults' processes, recorded in log_dir/emitters; the ones a crashed incarnation
   // left are stopped when the stack is built.
   std::unique_ptr<sys::Emitters> emitters;
+  // What a leaf's FIB does with a flow (hot_spot's ECMP steering).
+  std::unique_ptr<sys::Forwarding> forwarding;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

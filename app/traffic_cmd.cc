@@ -225,7 +225,9 @@ int runSource(const TrafficOptions& o, const sigset_t& wait_mask) {
       if (flow.state == State::kIdle && now_ns >= flow.next_attempt_ns) {
         if (flow.attempted) ledger.retried();
         flow.attempted = true;
-        auto started = TrafficSocket::connect(o.addr, o.port, o.dscp, o.congestion_control);
+        const int source_port = o.source_ports.empty() ? 0 : o.source_ports[i];
+        auto started =
+            TrafficSocket::connect(o.addr, o.port, o.dscp, o.congestion_control, source_port);
         if (started.isOk()) {
           flow.socket = std::move(started.value());
           flow.state = State::kConnecting;

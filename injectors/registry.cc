@@ -6,6 +6,7 @@
 #include "injectors/pfc/pfc_storm.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/qdisc.h"
+#include "injectors/traffic/hot_spot.h"
 #include "injectors/traffic/incast.h"
 
 namespace fabric_chaos::injectors {
@@ -102,6 +103,8 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
   registry->add(std::make_unique<Netem>(adapters.qdiscs, netem.available, netem.problem));
   registry->add(std::make_unique<PfcStorm>(adapters.links, adapters.emitters, options.self_exe));
   registry->add(std::make_unique<Incast>(adapters.links, adapters.emitters, options.self_exe));
+  registry->add(std::make_unique<HotSpot>(adapters.links, adapters.emitters, adapters.forwarding,
+                                          options.self_exe));
   return registry;
 }
 

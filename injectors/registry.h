@@ -15,6 +15,7 @@
 
 namespace fabric_chaos::sys {
 class Emitters;
+class Forwarding;
 class LinkControl;
 class Nftables;
 class Qdiscs;
@@ -37,7 +38,8 @@ struct SysAdapters {
   sys::LinkControl* links = nullptr;
   sys::Nftables* nftables = nullptr;
   sys::Qdiscs* qdiscs = nullptr;
-  sys::Emitters* emitters = nullptr;  // long-running kinds' processes (pfc_storm)
+  sys::Emitters* emitters = nullptr;      // long-running kinds' processes (pfc_storm)
+  sys::Forwarding* forwarding = nullptr;  // the switches' FIB lookups (hot_spot)
 };
 
 struct RegistryOptions {

@@ -126,7 +126,7 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
 }
 
 Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side", "sources"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side", "sources", "sink"}));
   const json* host = find(obj, "host");
   const json* link = find(obj, "link");
   const json* labels = find(obj, "labels");
@@ -167,6 +167,9 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
       }
       out.sources.push_back(std::move(name));
     }
+  }
+  if (const json* sink = find(obj, "sink")) {
+    FC_RETURN_IF_ERROR(readNonEmptyString(*sink, child(path, "sink"), out.sink));
   }
   return Status::ok();
 }
@@ -292,6 +295,7 @@ json targetToJson(const TargetSelector& target) {
   if (!target.labels.empty()) out["labels"] = target.labels;
   out["side"] = std::string(linkSideName(target.side));
   if (!target.sources.empty()) out["sources"] = target.sources;
+  if (!target.sink.empty()) out["sink"] = target.sink;
   return out;
 }
 
@@ -338,6 +342,7 @@ std::string TargetSelector::describe() const {
     return "(empty selector)";
   }
   for (size_t i = 0; i < sources.size(); ++i) out += (i == 0 ? " from " : ", ") + sources[i];
+  if (!sink.empty()) out += " to " + sink;
   return out;
 }
 

@@ -41,7 +41,11 @@ struct TargetSelector {
   std::map<std::string, std::string> labels;
   LinkSide side = LinkSide::kSwitch;
   std::vector<std::string> sources = {};
-  // "host h1", "link h1-sw0", "labels {rack=r1}"; "host h3 from h0, h1" with sources.
+  // A traffic kind's receiving host when the selector names a switch link (hot_spot on an
+  // uplink); "" = chosen by the kind (scenarios/step_targets.h).
+  std::string sink = {};
+  // "host h1", "link h1-sw0", "labels {rack=r1}"; "host h3 from h0, h1" with sources; "... to h3"
+  // with a sink.
   std::string describe() const;
 };
 

@@ -1,12 +1,21 @@
 #pragma once
 // A step's targets, resolved by what its kind acts on (the kind's declared TargetType):
 // - interface kinds: resolveTargets (scenarios/topology.h), one target per link selected;
-// - traffic kinds (incast): one traffic set. The selector names the sink, which must come to one
-//   host link; `sources` names the senders (absent: every other host of the fabric that has a
-//   link), each through its first link. Endpoints are the hosts' NICs, so `side` does not apply.
-//   Every endpoint must be reachable by one agent: a traffic fault is applied by the sink's agent.
+// - traffic kinds: one traffic set. Every endpoint must be reachable by one agent: a traffic fault
+//   is applied by the sink's agent.
+//   - incast, and hot_spot on a host link: the selector names the sink, which must come to one
+//     host link; `sources` names the senders, each through its first link (absent: incast every
+//     other host, hot_spot one host behind another switch when there is one). `side` does not
+//     apply.
+//   - hot_spot on switch links (one leaf's uplinks, by link id or labels): each uplink is a path
+//     the injector may pin the elephants to. side "switch" loads the leaf's port up to the spine:
+//     sources on that leaf (default its first host), the sink behind another leaf (`sink`,
+//     default the first such host on the same rail). side "peer" loads the spine's port down to
+//     the leaf: the sink on the leaf, sources behind other leaves, each steered at its own leaf
+//     onto its uplink to that spine.
 // Pure; safe from any thread.
 
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -15,9 +24,10 @@
 
 namespace fabric_chaos::scenarios {
 
-// kInvalidArgument for `sources` on a kind that takes none; kUnprocessable naming the selector
-// for what the fabric cannot satisfy (an unknown host, a sink that is also a source, a sink that
-// is a link between switches, endpoints behind different agents).
+// kInvalidArgument for `sources` or `sink` on a kind that takes none; kUnprocessable naming the
+// selector or the field for what the fabric cannot satisfy (an unknown host, a sink that is also
+// a source, an incast sink that is a link between switches, uplinks of several leaves, a source
+// or sink on the wrong side of the uplink, endpoints behind different agents).
 core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
                                                              const Fabric& fabric);
 

@@ -65,6 +65,34 @@ Status parseAddressPort(const std::string& flag, const std::string& text, std::s
   return Status::ok();
 }
 
+namespace {
+
+// "20001,20007,20012": distinct ports 1-65535, at most kMaxTrafficFlows of them.
+Result<std::vector<int>> parseSourcePorts(const std::string& flag, const std::string& text) {
+  std::vector<int> ports;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto port = core::parseFlagInteger(flag + " port", item, 1, 65535);
+    if (!port.isOk()) return port.status();
+    if (std::find(ports.begin(), ports.end(), *port) != ports.end()) {
+      return invalid(flag + ": port " + item + " is listed twice; each flow needs its own");
+    }
+    ports.push_back(static_cast<int>(*port));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (ports.size() > static_cast<size_t>(kMaxTrafficFlows)) {
+    return invalid(flag + ": " + std::to_string(ports.size()) + " ports; at most " +
+                   std::to_string(kMaxTrafficFlows) + " flows");
+  }
+  return ports;
+}
+
+}  // namespace
+
 bool trafficWantsHelp(const std::vector<std::string>& args) {
   return std::any_of(args.begin(), args.end(),
                      [](const std::string& a) { return a == "--help" || a == "-h"; });
@@ -80,8 +108,8 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
     rules.valued = {"listen", "report-ms", "duration-s"};
   } else if (args[0] == "source") {
     o.role = TrafficRole::kSource;
-    rules.valued = {"connect", "flows",     "message-bytes", "rate-mbps",
-                    "dscp",    "report-ms", "duration-s",    "congestion-control"};
+    rules.valued = {"connect",   "flows",      "message-bytes",      "rate-mbps",   "dscp",
+                    "report-ms", "duration-s", "congestion-control", "source-ports"};
   } else {
     return invalid("unknown role \"" + args[0] + "\": give sink or source");
   }
@@ -108,6 +136,12 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
                        "\": a congestion control name such as cubic or reno (a-z, 0-9, _)");
       }
       o.congestion_control = value;
+      continue;
+    }
+    if (parsed.name == "source-ports") {
+      auto ports = parseSourcePorts(flag, value);
+      if (!ports.isOk()) return ports.status();
+      o.source_ports = std::move(ports.value());
       continue;
     }
     int64_t min = 0;
@@ -145,6 +179,17 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
     return invalid(o.role == TrafficRole::kSink ? "--listen ADDR:PORT is required"
                                                 : "--connect ADDR:PORT is required");
   }
+  if (!o.source_ports.empty()) {
+    const bool flows_given =
+        std::any_of(line->flags.begin(), line->flags.end(),
+                    [](const core::ParsedFlag& parsed) { return parsed.name == "flows"; });
+    if (!flows_given) {
+      o.flows = static_cast<int>(o.source_ports.size());
+    } else if (static_cast<size_t>(o.flows) != o.source_ports.size()) {
+      return invalid("--source-ports: " + std::to_string(o.source_ports.size()) +
+                     " ports for --flows " + std::to_string(o.flows) + "; give one port per flow");
+    }
+  }
   return o;
 }
 
@@ -152,7 +197,7 @@ std::string trafficUsage() {
   return R"(Usage: fabric-chaos traffic sink   --listen ADDR:PORT [--report-ms 100] [--duration-s S]
        fabric-chaos traffic source --connect ADDR:PORT [--flows N] [--message-bytes B]
                                    [--rate-mbps R] [--dscp D] [--congestion-control CC]
-                                   [--report-ms 100] [--duration-s S]
+                                   [--source-ports P1,P2,..] [--report-ms 100] [--duration-s S]
 
 TCP traffic between namespaces or hosts: the incast and hot-spot faults' aggressor. A sink
 accepts any number of flows and discards what they send; a source keeps N flows to one sink busy,
@@ -169,6 +214,10 @@ retrying a refused, unreachable or lost connection every 100 ms until it is stop
                        source: TCP congestion control of every flow, e.g. cubic or reno, which
                        react to ECN marks (default: the host's, often bbr, which does not); one
                        this host does not have fails at start (exit 1)
+  --source-ports P1,P2,..
+                       source: flow i sends from local port Pi (one per flow; --flows defaults
+                       to their count), which fixes each flow's five-tuple and so the path an
+                       ECMP fabric hashes it onto; a port in use is retried like a refusal
   --report-ms M        one JSON report line on stdout every M ms, 10-10000 (default 100)
   --duration-s S       stop after S seconds (default: run until SIGTERM or SIGINT)
 

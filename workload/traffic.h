@@ -37,6 +37,10 @@ struct TrafficOptions {
   int dscp = 0;                                  // source only: IP_TOS = dscp << 2
   // Source only: TCP_CONGESTION of every flow ("cubic", "reno", ...); "" = the host's default.
   std::string congestion_control;
+  // Source only: flow i binds local port source_ports[i] (one per flow), so that the five-tuple,
+  // and with it the spine an ECMP switch hashes the flow onto, is chosen (the hot_spot fault
+  // picks ports by asking the switch's FIB). Empty: ephemeral ports.
+  std::vector<int> source_ports;
   int64_t report_ms = 100;
   std::optional<int64_t> duration_s;  // none: until SIGTERM/SIGINT
 };

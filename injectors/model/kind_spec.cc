@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "injectors/model/hot_spot_spec.h"
 #include "injectors/model/incast_spec.h"
 #include "injectors/model/link_flap_spec.h"
 #include "injectors/model/netem_kind_spec.h"
@@ -97,8 +98,8 @@ const ParamSpec* KindSpec::param(std::string_view name) const {
 
 const std::vector<const KindSpec*>& kindSpecs() {
   static const std::vector<const KindSpec*> specs = [] {
-    std::vector<const KindSpec*> all{&incastSpec(), &linkFlapSpec(), &netemKindSpec(),
-                                     &packetLossSpec(), &pfcStormSpec()};
+    std::vector<const KindSpec*> all{&hotSpotSpec(),   &incastSpec(),     &linkFlapSpec(),
+                                     &netemKindSpec(), &packetLossSpec(), &pfcStormSpec()};
     std::sort(all.begin(), all.end(),
               [](const KindSpec* a, const KindSpec* b) { return a->kind < b->kind; });
     return all;

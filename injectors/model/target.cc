@@ -185,11 +185,53 @@ core::Status endpointsFromJson(const json& doc, const std::string& path, const c
   return core::Status::ok();
 }
 
+core::Result<EcmpSteer> steerFromJson(const json& doc, const std::string& path) {
+  if (!doc.is_object()) return malformed(path, "must be an object");
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"netns", "ingress", "egress"}));
+  EcmpSteer steer;
+  FC_RETURN_IF_ERROR(readString(doc, path, "netns", false, steer.netns));
+  FC_RETURN_IF_ERROR(readString(doc, path, "ingress", true, steer.ingress));
+  FC_RETURN_IF_ERROR(readString(doc, path, "egress", true, steer.egress));
+  return steer;
+}
+
+core::Status pathsFromJson(const json& doc, const std::string& path, size_t sources,
+                           std::vector<TrafficPath>& out) {
+  auto it = doc.find("paths");
+  if (it == doc.end()) return core::Status::ok();
+  const std::string field = path + ".paths";
+  if (!it->is_array() || it->empty()) return malformed(field, "must be a non-empty array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string item = field + "[" + std::to_string(i) + "]";
+    const json& entry = (*it)[i];
+    if (!entry.is_object()) return malformed(item, "must be an object");
+    FC_RETURN_IF_ERROR(onlyFields(entry, item, {"port", "steers"}));
+    TrafficPath traffic_path;
+    if (!entry.contains("port")) return malformed(item + ".port", "required");
+    auto port = interfaceFromJson(entry["port"], item + ".port");
+    if (!port.isOk()) return port.status();
+    traffic_path.port = std::move(port.value());
+    auto steers = entry.find("steers");
+    if (steers == entry.end() || !steers->is_array() || steers->size() != sources) {
+      return malformed(item + ".steers", "must be an array of one steer per source (" +
+                                             std::to_string(sources) + ")");
+    }
+    for (size_t j = 0; j < steers->size(); ++j) {
+      auto steer = steerFromJson((*steers)[j], item + ".steers[" + std::to_string(j) + "]");
+      if (!steer.isOk()) return steer.status();
+      traffic_path.steers.push_back(std::move(steer.value()));
+    }
+    out.push_back(std::move(traffic_path));
+  }
+  return core::Status::ok();
+}
+
 core::Result<Target> trafficSetFromJson(const json& doc, const std::string& path) {
-  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "sources", "sinks"}));
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "sources", "sinks", "paths"}));
   TrafficSetTarget target;
   FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sources", target.sources));
   FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sinks", target.sinks));
+  FC_RETURN_IF_ERROR(pathsFromJson(doc, path, target.sources.size(), target.paths));
   return Target(std::move(target));
 }
 
@@ -257,7 +299,21 @@ json toJson(const Target& target) {
             json sinks = json::array();
             for (const InterfaceTarget& s : t.sources) sources.push_back(interfaceJson(s));
             for (const InterfaceTarget& s : t.sinks) sinks.push_back(interfaceJson(s));
-            return json{{"sources", std::move(sources)}, {"sinks", std::move(sinks)}};
+            json doc{{"sources", std::move(sources)}, {"sinks", std::move(sinks)}};
+            if (!t.paths.empty()) {
+              json paths = json::array();
+              for (const TrafficPath& p : t.paths) {
+                json steers = json::array();
+                for (const EcmpSteer& steer : p.steers) {
+                  steers.push_back({{"netns", steer.netns},
+                                    {"ingress", steer.ingress},
+                                    {"egress", steer.egress}});
+                }
+                paths.push_back({{"port", interfaceJson(p.port)}, {"steers", std::move(steers)}});
+              }
+              doc["paths"] = std::move(paths);
+            }
+            return doc;
           },
       },
       target);
@@ -315,8 +371,12 @@ std::string describe(const Target& target) {
                                        : "workload rank " + std::to_string(t.rank.value_or(0));
                         },
                         [](const TrafficSetTarget& t) {
-                          return "traffic from " + joinedInterfaces(t.sources) + " to " +
-                                 joinedInterfaces(t.sinks);
+                          std::string out = "traffic from " + joinedInterfaces(t.sources) + " to " +
+                                            joinedInterfaces(t.sinks);
+                          for (size_t i = 0; i < t.paths.size(); ++i) {
+                            out += (i == 0 ? " via " : " or ") + describe(Target(t.paths[i].port));
+                          }
+                          return out;
                         },
                     },
                     target);

@@ -44,10 +44,31 @@ struct ProcessTarget {
   bool operator==(const ProcessTarget&) const = default;
 };
 
+// Where ECMP must send a source's flows: at the switch in `netns` (the source's leaf), flows
+// arriving on `ingress` (the leaf's interface towards its hosts) must leave by `egress` (the
+// uplink to the chosen spine). The hot_spot fault picks source ports that the switch hashes so.
+struct EcmpSteer {
+  std::string netns;
+  std::string ingress;
+  std::string egress;
+  bool operator==(const EcmpSteer&) const = default;
+};
+
+// One way through the fabric a traffic set can be pinned to: the switch port it loads, and for
+// each source (in the order of sources) the steer that gets its flows there.
+struct TrafficPath {
+  InterfaceTarget port;
+  std::vector<EcmpSteer> steers;
+  bool operator==(const TrafficPath&) const = default;
+};
+
 // The endpoints of multi-host traffic (incast, hot spots): each side is a list of interfaces.
+// `paths`: the ways the traffic may be pinned to (hot_spot on a switch link; the injector uses
+// one of them); empty: the fabric routes it as it likes.
 struct TrafficSetTarget {
   std::vector<InterfaceTarget> sources;
   std::vector<InterfaceTarget> sinks;
+  std::vector<TrafficPath> paths = {};
   bool operator==(const TrafficSetTarget&) const = default;
 };
 
@@ -63,8 +84,9 @@ std::optional<TargetType> parseTargetType(std::string_view name);
 
 // {"type": "interface", "netns": .., "ifname": ..}, {"type": "rdma_port", "device": ..,
 // "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": ..},
-// {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..]}
-// (endpoints as {"netns", "ifname"}).
+// {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..],
+// "paths"?: [{"port": {..}, "steers": [{"netns", "ingress", "egress"}]}]} (endpoints as
+// {"netns", "ifname"}; paths only when there are some, each with one steer per source).
 nlohmann::json toJson(const Target& target);
 // Strict: unknown fields are refused. A target without "type" is an interface, the only form the
 // previous version wrote, so its journals stay revertible after an upgrade. Errors are
@@ -72,7 +94,8 @@ nlohmann::json toJson(const Target& target);
 core::Result<Target> targetFromJson(const nlohmann::json& doc, const std::string& path = "target");
 
 // For messages: "fcl-sw0/p1", "eth0", "RDMA port rxe0:1 (gid 0)", "subnet manager 0x..",
-// "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0".
+// "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0" (with paths:
+// "... via fcl-l0/up1" or "... via fcl-l0/up0 or fcl-l0/up1").
 std::string describe(const Target& target);
 
 // What the target occupies, for target locks and composition: "if/<netns>/<ifname>",

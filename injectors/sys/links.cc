@@ -35,6 +35,7 @@ LinkInfo describeLink(rtnl_link* l) {
   info.ifindex = rtnl_link_get_ifindex(l);
   info.admin_up = (flags & IFF_UP) != 0;
   info.carrier = (flags & IFF_LOWER_UP) != 0;
+  info.tx_bytes = rtnl_link_get_stat(l, RTNL_LINK_TX_BYTES);
   char buf[64];
   info.operstate = rtnl_link_operstate2str(rtnl_link_get_operstate(l), buf, sizeof(buf));
   // A device without a link-layer address (tun, ip6tnl...) has none, not "none".

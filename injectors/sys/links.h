@@ -3,6 +3,7 @@
 // Failures come back as Status with the NLE_* code as origin: a missing device is kNotFound, a
 // missing capability kPermissionDenied. Thread-safe: every call opens its own netlink socket.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct LinkInfo {
   bool carrier = false;   // IFF_LOWER_UP
   std::string operstate;  // "up", "down", "lowerlayerdown", ...
   std::string mac = {};   // "02:00:00:00:00:01"; "" for a device without a link-layer address
+  uint64_t tx_bytes = 0;  // sent since the device was created (what `ip -s link` shows)
 };
 
 class LinkControl {

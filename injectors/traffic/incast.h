@@ -21,8 +21,6 @@ namespace fabric_chaos::injectors {
 class Incast : public Injector {
  public:
   static constexpr const char* kKind = "incast";
-  // How long a revert lets a generator print its final report before SIGKILL.
-  static constexpr int kStopGraceMs = 1000;
 
   Incast(sys::LinkControl* links, sys::Emitters* emitters, std::string self_exe)
       : links_(links), emitters_(emitters), self_exe_(std::move(self_exe)) {}
@@ -38,9 +36,8 @@ class Incast : public Injector {
   core::Status apply(const Fault& fault) override;
   // Stops every source, then the sink, including generators a crashed incarnation left.
   core::Status revert(const Fault& fault, const json& prior) override;
-  // {"running": all running, "sink": {...}, "sources": [{"endpoint", "running", "pid",
-  // "report", "exit_code"?, "log"?}], "source_bytes": [...], "source_goodput_mbps": [...] (each
-  // source's bytes over its own clock), "jain_fairness": over the bytes}
+  // TrafficGenerators::observe (injectors/traffic/traffic_generators.h): every generator's
+  // health and last report, each source's goodput and Jain's fairness index over them.
   core::Result<json> observe(const Fault& fault) override;
 
   // The generators' keys and command lines for one fault: pure, for tests.
@@ -52,15 +49,9 @@ class Incast : public Injector {
                                              const std::string& sink_address, const json& params);
 
  private:
-  core::Result<std::string> sinkAddress(const InterfaceTarget& sink);
-
   sys::LinkControl* links_;
   sys::Emitters* emitters_;
   std::string self_exe_;
 };
-
-// Jain's fairness index of shares (sum^2 / (n * sum of squares)): 1 when all are equal, 1/n
-// when one takes everything; 1 for no shares or all zero (nothing to be unfair about).
-double jainFairnessIndex(const std::vector<double>& shares);
 
 }  // namespace fabric_chaos::injectors

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "injectors/traffic/traffic_generators.h"
 #include "tests/fakes/fake_emitters.h"
 #include "tests/fakes/fake_links.h"
 
@@ -61,7 +62,7 @@ TEST_F(IncastTest, RefusesTargetsThatAreNotOneSinkAndDistinctSources) {
             "target.sources[1]: t-h0/eth0 is listed twice");
   EXPECT_EQ(refusal(incast({}, {"t-h2", "eth0"})), "target.sources: at least one source is needed");
   EXPECT_EQ(refusal(Fault{"incast", TrafficSetTarget{{{"t-h0", "eth0"}}, {}}, json::object()}),
-            "target.sinks: an incast has exactly one sink, 0 given");
+            "target.sinks: incast has exactly one sink, 0 given");
   EXPECT_TRUE(emitters_.started.empty());
 }
 

@@ -16,6 +16,7 @@
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
+#include "injectors/traffic/hot_spot.h"
 #include "injectors/traffic/incast.h"
 
 namespace fabric_chaos::injectors {
@@ -134,7 +135,7 @@ TEST(KindSpecTest, CapabilitiesJsonCarriesTheWholeDeclaration) {
 // passes its own check, and the kinds are sorted and unique.
 TEST(KindSpecTest, EveryDeclarationIsConsistent) {
   const auto& specs = kindSpecs();
-  ASSERT_EQ(specs.size(), 5u);
+  ASSERT_EQ(specs.size(), 6u);
   for (size_t i = 1; i < specs.size(); ++i) EXPECT_LT(specs[i - 1]->kind, specs[i]->kind);
   for (const KindSpec* declared : specs) {
     const KindSpec& spec = *declared;
@@ -165,7 +166,9 @@ TEST(KindSpecTest, InjectorsServeTheirDeclaration) {
   Netem netem(nullptr, false, "no qdisc adapter");
   PacketLoss loss(LossBackend::kNftables, nullptr, nullptr, "test");
   Incast incast(nullptr, nullptr, "");
-  for (const Injector* injector : std::vector<const Injector*>{&flap, &netem, &loss, &incast}) {
+  HotSpot hot_spot(nullptr, nullptr, nullptr, "");
+  for (const Injector* injector :
+       std::vector<const Injector*>{&flap, &netem, &loss, &incast, &hot_spot}) {
     const KindSpec* declared = findKindSpec(injector->info().kind);
     ASSERT_NE(declared, nullptr) << injector->info().kind;
     EXPECT_EQ(&injector->spec(), declared);

@@ -129,6 +129,25 @@ TEST(TargetCodec, OptionalFieldsTakeTheirDefaults) {
                                  {"sinks", {{{"ifname", "b"}}}}});
   ASSERT_TRUE(set.isOk()) << set.status().toString();
   EXPECT_EQ(*set, Target(TrafficSetTarget{{{"", "a"}}, {{"", "b"}}}));
+
+  // Steered paths round-trip and are checked: one steer per source.
+  TrafficSetTarget steered{{{"t-h0", "eth0"}}, {{"t-h2", "eth0"}}};
+  steered.paths.push_back({{"t-l0", "up1"}, {{"t-l0", "br0", "up1"}}});
+  const json doc = toJson(Target(steered));
+  EXPECT_EQ(doc["paths"],
+            (json{{{"port", {{"netns", "t-l0"}, {"ifname", "up1"}}},
+                   {"steers", {{{"netns", "t-l0"}, {"ingress", "br0"}, {"egress", "up1"}}}}}}));
+  auto back = targetFromJson(doc);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(*back, Target(steered));
+  EXPECT_EQ(describe(*back), "traffic from t-h0/eth0 to t-h2/eth0 via t-l0/up1");
+  EXPECT_EQ(lockKeys(*back), (std::vector<std::string>{"if/t-h0/eth0", "if/t-h2/eth0"}))
+      << "the loaded port is shared with the training traffic, not held";
+  json no_steer = doc;
+  no_steer["paths"][0]["steers"] = json::array();
+  EXPECT_EQ(targetFromJson(no_steer).status().message(),
+            "target.paths[0].steers: must be an array of one steer per source (1)");
+  EXPECT_FALSE(toJson(Target(TrafficSetTarget{{{"", "a"}}, {{"", "b"}}})).contains("paths"));
 }
 
 TEST(TargetCodec, RejectsMalformedNamingTheField) {

@@ -88,7 +88,7 @@ TEST(StepTargetsTest, RefusesWhatTheFabricCannotSatisfy) {
   core::Status status = refusal(self);
   EXPECT_EQ(status.code(), StatusCode::kUnprocessable);
   EXPECT_EQ(status.message(),
-            "sources[1]: host h3 is the sink; a host cannot send an incast to itself");
+            "sources[1]: host h3 is the sink; a host cannot send incast traffic to itself");
 
   TargetSelector unknown;
   unknown.host = "h3";
@@ -99,7 +99,7 @@ TEST(StepTargetsTest, RefusesWhatTheFabricCannotSatisfy) {
   many.labels = {{"rack", "r0"}};
   status = refusal(many);
   EXPECT_EQ(status.code(), StatusCode::kUnprocessable);
-  EXPECT_EQ(status.message(), "target labels {rack=r0} selects 2 links; an incast has one sink");
+  EXPECT_EQ(status.message(), "target labels {rack=r0} selects 2 links; incast has one sink");
 
   TargetSelector between_switches;
   between_switches.link = "sw0-sw1";
@@ -140,7 +140,143 @@ TEST(StepTargetsTest, OnlyTrafficKindsTakeSourcesAndOthersResolveAsBefore) {
   ASSERT_FALSE(resolved.isOk());
   EXPECT_EQ(resolved.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(resolved.status().message(),
-            "sources: only traffic kinds (incast) take sources; link_flap does not");
+            "sources: only traffic kinds (incast, hot_spot) take sources; link_flap does not");
+}
+
+// Leaves l0 (h0, h1) and l1 (h2, h3), spines s0 and s1; leaf li's port upj goes to spine sj's
+// port dni.
+Fabric leafSpine() {
+  Fabric fabric;
+  fabric.name = "ls-lab";
+  fabric.kind = "netns";
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    const std::string name = "l" + std::to_string(leaf);
+    fabric.switches.push_back({name, "t-" + name, "br0", {"p0", "p1", "up0", "up1"}, {}, {}});
+    for (int n = 0; n < 2; ++n) {
+      const std::string host = "h" + std::to_string(leaf * 2 + n);
+      Host h;
+      h.name = host;
+      h.netns = "t-" + host;
+      h.nics = {{"eth0", "10.210." + std::to_string(leaf) + "." + std::to_string(n + 1)}};
+      fabric.hosts.push_back(h);
+      fabric.links.push_back(
+          {host + "-" + name, host, "eth0", name, "p" + std::to_string(n), {{"rail", "0"}}});
+    }
+  }
+  for (int spine = 0; spine < 2; ++spine) {
+    const std::string name = "s" + std::to_string(spine);
+    fabric.switches.push_back({name, "t-" + name, "", {"dn0", "dn1"}, {}, {}});
+    for (int leaf = 0; leaf < 2; ++leaf) {
+      const std::string leaf_name = "l" + std::to_string(leaf);
+      fabric.switch_links.push_back({leaf_name + "-" + name,
+                                     leaf_name,
+                                     "up" + std::to_string(spine),
+                                     name,
+                                     "dn" + std::to_string(leaf),
+                                     {{"tier", "uplink"}, {"leaf", leaf_name}, {"rail", "0"}}});
+    }
+  }
+  return fabric;
+}
+
+FaultStep hotSpotAt(TargetSelector target) {
+  FaultStep step = incastTo(std::move(target));
+  step.kind = "hot_spot";
+  return step;
+}
+
+TEST(StepTargetsTest, HotSpotOnAnUplinkSendsFromTheLeafAcrossTheFabricSteeredOntoIt) {
+  TargetSelector target;
+  target.link = "l0-s1";
+  auto resolved = resolveStepTargets(hotSpotAt(target), leafSpine());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  ASSERT_EQ(resolved->size(), 1u);
+  const ResolvedTarget& only = resolved->front();
+  EXPECT_EQ(only.host, "h2") << "the first host behind another leaf receives";
+  EXPECT_EQ(only.other_hosts, (std::vector<std::string>{"h0"}));
+  const auto& set = std::get<injectors::TrafficSetTarget>(only.target);
+  EXPECT_EQ(set.sources, (std::vector<injectors::InterfaceTarget>{{"t-h0", "eth0"}}));
+  EXPECT_EQ(set.sinks, (std::vector<injectors::InterfaceTarget>{{"t-h2", "eth0"}}));
+  ASSERT_EQ(set.paths.size(), 1u);
+  EXPECT_EQ(set.paths[0].port, (injectors::InterfaceTarget{"t-l0", "up1"}));
+  EXPECT_EQ(set.paths[0].steers, (std::vector<injectors::EcmpSteer>{{"t-l0", "br0", "up1"}}));
+
+  // All of l0's uplinks: two candidate paths; a named sink and two sources.
+  TargetSelector uplinks;
+  uplinks.labels = {{"tier", "uplink"}, {"leaf", "l0"}};
+  uplinks.sources = {"h0", "h1"};
+  uplinks.sink = "h3";
+  resolved = resolveStepTargets(hotSpotAt(uplinks), leafSpine());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  const auto& both = std::get<injectors::TrafficSetTarget>(resolved->front().target);
+  EXPECT_EQ(resolved->front().host, "h3");
+  ASSERT_EQ(both.paths.size(), 2u);
+  EXPECT_EQ(both.paths[0].port, (injectors::InterfaceTarget{"t-l0", "up0"}));
+  EXPECT_EQ(both.paths[1].steers,
+            (std::vector<injectors::EcmpSteer>{{"t-l0", "br0", "up1"}, {"t-l0", "br0", "up1"}}));
+}
+
+TEST(StepTargetsTest, HotSpotDownASpinePortSteersEachSourceAtItsOwnLeaf) {
+  TargetSelector target;
+  target.link = "l0-s1";
+  target.side = LinkSide::kPeer;
+  auto resolved = resolveStepTargets(hotSpotAt(target), leafSpine());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  EXPECT_EQ(resolved->front().host, "h0") << "the sink sits on the leaf below the port";
+  EXPECT_EQ(resolved->front().other_hosts, (std::vector<std::string>{"h2"}));
+  const auto& set = std::get<injectors::TrafficSetTarget>(resolved->front().target);
+  ASSERT_EQ(set.paths.size(), 1u);
+  EXPECT_EQ(set.paths[0].port, (injectors::InterfaceTarget{"t-s1", "dn0"}));
+  EXPECT_EQ(set.paths[0].steers, (std::vector<injectors::EcmpSteer>{{"t-l1", "br0", "up1"}}));
+}
+
+TEST(StepTargetsTest, HotSpotOnAHostLinkLoadsTheVictimsPortFromAcrossTheFabric) {
+  TargetSelector target;
+  target.host = "h1";
+  auto resolved = resolveStepTargets(hotSpotAt(target), leafSpine());
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  EXPECT_EQ(resolved->front().host, "h1");
+  EXPECT_EQ(resolved->front().other_hosts, (std::vector<std::string>{"h2"}));
+  EXPECT_TRUE(std::get<injectors::TrafficSetTarget>(resolved->front().target).paths.empty());
+}
+
+TEST(StepTargetsTest, HotSpotRefusalsNameWhatIsWrong) {
+  auto refusal = [](TargetSelector target) {
+    auto resolved = resolveStepTargets(hotSpotAt(std::move(target)), leafSpine());
+    EXPECT_FALSE(resolved.isOk());
+    return resolved.isOk() ? std::string() : resolved.status().message();
+  };
+  TargetSelector same_leaf;
+  same_leaf.link = "l0-s1";
+  same_leaf.sink = "h1";
+  EXPECT_EQ(refusal(same_leaf),
+            "sink: host h1 sits on l0 with the sources; its traffic would never cross an uplink");
+  TargetSelector wrong_source;
+  wrong_source.link = "l0-s1";
+  wrong_source.sources = {"h3"};
+  EXPECT_EQ(refusal(wrong_source), "sources[0]: host h3 has no link on l0");
+  TargetSelector two_leaves;
+  two_leaves.labels = {{"tier", "uplink"}};
+  EXPECT_EQ(refusal(two_leaves),
+            "target labels {tier=uplink} selects links of switches l0 and l1; a hot spot is aimed "
+            "at the links of one");
+  TargetSelector unknown_sink;
+  unknown_sink.link = "l0-s0";
+  unknown_sink.sink = "h9";
+  EXPECT_EQ(refusal(unknown_sink), "sink: host h9 is not in fabric ls-lab");
+  TargetSelector host_with_sink;
+  host_with_sink.host = "h1";
+  host_with_sink.sink = "h2";
+  EXPECT_EQ(refusal(host_with_sink), "sink: the selector itself names hot_spot's sink here");
+
+  FaultStep incast = incastTo(TargetSelector{});
+  incast.target.host = "h1";
+  incast.target.sink = "h2";
+  auto resolved = resolveStepTargets(incast, leafSpine());
+  ASSERT_FALSE(resolved.isOk());
+  EXPECT_EQ(resolved.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(resolved.status().message(),
+            "sink: only hot_spot on a switch link takes a sink; incast's selector names its sink");
 }
 
 }  // namespace

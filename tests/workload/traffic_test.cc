@@ -106,6 +106,42 @@ TEST(TrafficArgsTest, ErrorsNameTheFlag) {
   }
 }
 
+TEST(TrafficArgsTest, SourcePortsFixEachFlowsPortAndItsCount) {
+  auto parsed = parseTrafficArgs(
+      {"source", "--connect", "10.0.0.1:7710", "--source-ports", "20001,20007,20012"});
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->source_ports, (std::vector<int>{20001, 20007, 20012}));
+  EXPECT_EQ(parsed->flows, 3);  // one flow per port when --flows is not given
+
+  parsed = parseTrafficArgs(
+      {"source", "--connect", "10.0.0.1:7710", "--flows", "2", "--source-ports", "20001,20007"});
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->flows, 2);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--flows", "3", "--source-ports", "20001,20007"}, "2 ports for --flows 3"},
+      {{"--source-ports", "20001,20001"}, "listed twice"},
+      {{"--source-ports", "20001,"}, "--source-ports port"},
+      {{"--source-ports", "0"}, "--source-ports port"},
+      {{"--source-ports", "70000"}, "--source-ports port"},
+  };
+  for (const auto& [flags, expected] : bad) {
+    std::vector<std::string> args{"source", "--connect", "10.0.0.1:7710"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto result = parseTrafficArgs(args);
+    ASSERT_FALSE(result.isOk()) << flags.back();
+    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(result.status().message().find(expected), std::string::npos)
+        << result.status().message();
+  }
+  std::string many;
+  for (int i = 0; i < kMaxTrafficFlows + 1; ++i) many += (i ? "," : "") + std::to_string(20000 + i);
+  auto too_many =
+      parseTrafficArgs({"source", "--connect", "10.0.0.1:7710", "--source-ports", many});
+  ASSERT_FALSE(too_many.isOk());
+  EXPECT_NE(too_many.status().message().find("at most 64 flows"), std::string::npos);
+}
+
 TEST(TrafficArgsTest, HelpAndUsage) {
   EXPECT_TRUE(trafficWantsHelp({"source", "--help"}));
   EXPECT_TRUE(trafficWantsHelp({"-h"}));

@@ -82,7 +82,8 @@ core::Status TrafficSocket::checkCongestionControl(const std::string& congestion
 }
 
 Result<TrafficSocket> TrafficSocket::connect(const std::string& addr, int port, int dscp,
-                                             const std::string& congestion_control) {
+                                             const std::string& congestion_control,
+                                             int source_port) {
   auto endpoint = resolveNumeric(addr, port);
   if (!endpoint.isOk()) return endpoint.status();
   const std::string where = hostPort(addr, port);
@@ -99,6 +100,15 @@ Result<TrafficSocket> TrafficSocket::connect(const std::string& addr, int port, 
   }
   const unsigned user_timeout = kUserTimeoutMs;
   ::setsockopt(sock.fd(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+  if (source_port > 0) {
+    int one = 1;
+    ::setsockopt(sock.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    auto local = resolveNumeric(endpoint->family == AF_INET6 ? "::" : "0.0.0.0", source_port);
+    if (!local.isOk()) return local.status();
+    if (::bind(sock.fd(), reinterpret_cast<const sockaddr*>(&local->addr), local->len) != 0) {
+      return core::errnoStatus(errno, "bind source port " + std::to_string(source_port));
+    }
+  }
   if (::connect(sock.fd(), reinterpret_cast<const sockaddr*>(&endpoint->addr), endpoint->len) !=
           0 &&
       errno != EINPROGRESS) {

@@ -40,10 +40,12 @@ class TrafficSocket {
   static core::Result<TrafficSocket> listen(const std::string& addr, int port);
   // Starts a nonblocking connect to addr:port from a socket with IP_TOS (IPv6: IPV6_TCLASS)
   // dscp << 2, TCP_USER_TIMEOUT 10 s (unacknowledged data for that long fails the flow) and,
-  // unless "", TCP_CONGESTION congestion_control. Refused or unreachable may come back here or
-  // later from connectOutcome().
+  // unless "", TCP_CONGESTION congestion_control. source_port > 0 binds that local port first
+  // (SO_REUSEADDR; EADDRINUSE while the previous connection on it lingers). Refused or
+  // unreachable may come back here or later from connectOutcome().
   static core::Result<TrafficSocket> connect(const std::string& addr, int port, int dscp,
-                                             const std::string& congestion_control);
+                                             const std::string& congestion_control,
+                                             int source_port = 0);
   // Whether this host's TCP offers `congestion_control` to this process: kNotFound naming it and
   // what the host has when not.
   static core::Status checkCongestionControl(const std::string& congestion_control);

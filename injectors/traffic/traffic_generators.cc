@@ -1,0 +1,209 @@
+#include "injectors/traffic/traffic_generators.h"
+
+#include "injectors/sys/emitters.h"
+#include "injectors/sys/links.h"
+
+namespace fabric_chaos::injectors {
+namespace {
+
+using core::Status;
+using core::StatusCode;
+using nlohmann::json;
+
+json emitterJson(const sys::EmitterState& state) {
+  json out = {{"running", state.running}, {"pid", state.pid}, {"report", state.last_report}};
+  if (state.exit_code) out["exit_code"] = *state.exit_code;
+  if (!state.log_tail.empty()) out["log"] = state.log_tail;
+  return out;
+}
+
+}  // namespace
+
+std::string endpointName(const InterfaceTarget& endpoint) {
+  return (endpoint.netns.empty() ? "" : endpoint.netns + "/") + endpoint.ifname;
+}
+
+core::Result<TrafficSetTarget> checkTrafficSet(const std::string& kind, const Target& target) {
+  const auto* set = std::get_if<TrafficSetTarget>(&target);
+  if (set == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  kind + " acts on traffic_set targets, not " + describe(target));
+  }
+  if (set->sinks.size() != 1) {
+    return Status(StatusCode::kInvalidArgument, "target.sinks: " + kind +
+                                                    " has exactly one sink, " +
+                                                    std::to_string(set->sinks.size()) + " given");
+  }
+  if (set->sinks[0].ifname.empty()) {
+    return Status(StatusCode::kInvalidArgument, "target.sinks[0].ifname: required");
+  }
+  if (set->sources.empty()) {
+    return Status(StatusCode::kInvalidArgument, "target.sources: at least one source is needed");
+  }
+  for (size_t i = 0; i < set->sources.size(); ++i) {
+    const InterfaceTarget& source = set->sources[i];
+    const std::string path = "target.sources[" + std::to_string(i) + "]";
+    if (source.ifname.empty()) {
+      return Status(StatusCode::kInvalidArgument, path + ".ifname: required");
+    }
+    if (source == set->sinks[0]) {
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": " + endpointName(source) + " is the sink; it cannot send to itself");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (set->sources[j] == source) {
+        return Status(StatusCode::kInvalidArgument,
+                      path + ": " + endpointName(source) + " is listed twice");
+      }
+    }
+  }
+  for (size_t i = 0; i < set->paths.size(); ++i) {
+    if (set->paths[i].steers.size() != set->sources.size()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "target.paths[" + std::to_string(i) + "].steers: one per source (" +
+                        std::to_string(set->sources.size()) + "), " +
+                        std::to_string(set->paths[i].steers.size()) + " given");
+    }
+  }
+  return *set;
+}
+
+core::Result<std::string> ipv4AddressOf(sys::LinkControl& links, const InterfaceTarget& endpoint,
+                                        const std::string& role) {
+  auto addresses = links.ipv4Addresses(endpoint.netns, endpoint.ifname);
+  if (!addresses.isOk()) return addresses.status();
+  if (addresses->empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the " + role + " " + endpointName(endpoint) + " has no IPv4 address");
+  }
+  return addresses->front();
+}
+
+std::vector<std::string> trafficSinkArgv(const std::string& self_exe, const std::string& address,
+                                         int port) {
+  return {self_exe, "traffic", "sink", "--listen", address + ":" + std::to_string(port)};
+}
+
+std::vector<std::string> trafficSourceArgv(const std::string& self_exe, const std::string& address,
+                                           int port, int flows, const json& params,
+                                           const std::vector<int>& source_ports) {
+  std::vector<std::string> argv{self_exe,
+                                "traffic",
+                                "source",
+                                "--connect",
+                                address + ":" + std::to_string(port),
+                                "--flows",
+                                std::to_string(flows),
+                                "--message-bytes",
+                                std::to_string(params.at("message_bytes").get<int64_t>()),
+                                "--dscp",
+                                std::to_string(params.at("dscp").get<int>())};
+  if (params.contains("rate_mbps")) {
+    argv.insert(argv.end(), {"--rate-mbps", std::to_string(params["rate_mbps"].get<int64_t>())});
+  }
+  if (params.contains("congestion_control")) {
+    argv.insert(argv.end(),
+                {"--congestion-control", params["congestion_control"].get<std::string>()});
+  }
+  if (!source_ports.empty()) {
+    std::string ports;
+    for (int port_number : source_ports) {
+      ports += (ports.empty() ? "" : ",") + std::to_string(port_number);
+    }
+    argv.insert(argv.end(), {"--source-ports", ports});
+  }
+  return argv;
+}
+
+Status TrafficGenerators::start(const TrafficGenerator& sink,
+                                const std::vector<TrafficGenerator>& sources,
+                                const std::string& kind) {
+  auto spec = [](const TrafficGenerator& generator) {
+    sys::EmitterSpec out;
+    out.key = generator.key;
+    out.argv = generator.argv;
+    out.netns = generator.netns;
+    return out;
+  };
+  FC_RETURN_IF_ERROR(emitters_->start(spec(sink)).withContext(kind + " sink on " + sink.endpoint));
+  std::vector<std::string> started{sink.key};
+  for (const TrafficGenerator& source : sources) {
+    Status status = emitters_->start(spec(source));
+    if (!status.isOk()) {
+      for (auto it = started.rbegin(); it != started.rend(); ++it) {
+        (void)emitters_->stop(*it, kTrafficStopGraceMs);
+      }
+      return status.withContext(kind + " source on " + source.endpoint);
+    }
+    started.push_back(source.key);
+  }
+  return Status::ok();
+}
+
+Status TrafficGenerators::stop(const std::string& sink_key,
+                               const std::vector<std::string>& source_keys,
+                               const std::string& kind) {
+  Status first = Status::ok();
+  auto stopOne = [&](const std::string& key) {
+    auto stopped = emitters_->stop(key, kTrafficStopGraceMs);
+    if (!stopped.isOk() && first.isOk()) {
+      first = stopped.status().withContext(kind + " stop of " + key);
+    }
+  };
+  for (const std::string& key : source_keys) stopOne(key);
+  stopOne(sink_key);
+  return first;
+}
+
+core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
+                                              const std::vector<TrafficGenerator>& sources,
+                                              const std::string& kind) {
+  bool all_running = true;
+  json out = json::object();
+  auto note = [&](const sys::EmitterState& state) {
+    if (state.running || !all_running) return;
+    all_running = false;
+    if (state.exit_code) out["exit_code"] = *state.exit_code;
+    if (!state.log_tail.empty()) out["log"] = state.log_tail;
+  };
+  auto sink_state = emitters_->state(sink.key);
+  if (!sink_state.isOk()) return sink_state.status().withContext(kind + " observe");
+  note(*sink_state);
+  out["sink"] = emitterJson(*sink_state);
+  out["sink"]["endpoint"] = sink.endpoint;
+  json source_states = json::array();
+  std::vector<double> bytes;
+  std::vector<double> goodput;
+  for (const TrafficGenerator& source : sources) {
+    auto state = emitters_->state(source.key);
+    if (!state.isOk()) return state.status().withContext(kind + " observe");
+    note(*state);
+    json entry = emitterJson(*state);
+    entry["endpoint"] = source.endpoint;
+    source_states.push_back(std::move(entry));
+    const json& report = state->last_report;
+    bytes.push_back(report.is_object() ? report.value("bytes", 0.0) : 0.0);
+    // Mean goodput since the source started: bytes over its own clock.
+    const double t_ms = report.is_object() ? report.value("t_ms", 0.0) : 0.0;
+    goodput.push_back(t_ms > 0 ? bytes.back() * 8 / (t_ms * 1000) : 0.0);
+  }
+  out["running"] = all_running;
+  out["sources"] = std::move(source_states);
+  out["source_bytes"] = bytes;
+  out["source_goodput_mbps"] = goodput;
+  out["jain_fairness"] = jainFairnessIndex(bytes);
+  return out;
+}
+
+double jainFairnessIndex(const std::vector<double>& shares) {
+  double sum = 0;
+  double squares = 0;
+  for (double share : shares) {
+    sum += share;
+    squares += share * share;
+  }
+  if (shares.empty() || squares <= 0) return 1.0;
+  return sum * sum / (static_cast<double>(shares.size()) * squares);
+}
+
+}  // namespace fabric_chaos::injectors
