@@ -35,6 +35,10 @@ class PosixCommandRunner : public CommandRunner {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    // Nothing else this process holds reaches the command: a daemon it starts (the lab's BIRD)
+    // would otherwise keep a caller's descriptors open for its whole life: a listening socket,
+    // or a lock file held with flock(1) that then never frees.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
 
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));

@@ -133,13 +133,17 @@ class KernelForwarding : public Forwarding {
       return nlStatus(err, "route lookup");
     }
     if (!answer.answered) return Status(StatusCode::kInternal, "the kernel sent no route");
+    // libnl asked for an ACK too, which comes after the route: read it, so that nothing is left
+    // on the pooled socket for its next user.
+    if (int ack = nl_wait_for_ack(sock); ack < 0) return nlStatus(ack, "route lookup");
     return answer.oif;
   }
 
   static core::Result<std::string> nameOf(nl_sock* sock, int ifindex) {
     rtnl_link* link = nullptr;
-    if (int err = rtnl_link_get_kernel(sock, ifindex, nullptr, &link); err < 0) {
-      return nlStatus(err, "cannot read link " + std::to_string(ifindex));
+    if (int err = rtnl_link_get_kernel(sock, ifindex, nullptr, &link); err < 0 || link == nullptr) {
+      return nlStatus(err < 0 ? err : -NLE_OBJ_NOTFOUND,
+                      "cannot read link " + std::to_string(ifindex));
     }
     const char* name = rtnl_link_get_name(link);
     std::string out = name == nullptr ? std::to_string(ifindex) : name;
