@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "injectors/model/kind_spec.h"
+#include "lab/leaf_spine.h"
 #include "scenarios/model.h"
 #include "scenarios/plan.h"
 #include "scenarios/topology.h"
@@ -87,6 +88,14 @@ Fabric vmLab() {
   return fabric;
 }
 
+// What `lab up --topology leaf-spine --hosts-per-leaf 3` describes: h0..h2 on l0, h3..h5 on l1.
+Fabric leafSpineLab() {
+  return lab::describeLeafSpine("netns-lab", "fcl", lab::LeafSpineShape{2, 2, 3, 1});
+}
+
+// The built-ins written for the leaf-spine lab.
+const std::set<std::string> kLeafSpineScenarios = {"hot-spot-uplink"};
+
 // Every declared kind, with the parameters checked against its declaration, as the agent's
 // validation starts: the library cannot use a parameter the kinds do not declare.
 KindCatalog catalog() {
@@ -119,7 +128,9 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
     EXPECT_EQ(parsed->name, entry.path().stem().string());
     EXPECT_FALSE(parsed->description.empty());
     // Each scenario is checked against the lab it is written for.
-    const Fabric fabric = parsed->fabric == "vm-lab" ? vmLab() : netnsLab();
+    const Fabric fabric = parsed->fabric == "vm-lab"                    ? vmLab()
+                          : kLeafSpineScenarios.count(parsed->name) > 0 ? leafSpineLab()
+                                                                        : netnsLab();
     EXPECT_TRUE(parsed->fabric.empty() || parsed->fabric == fabric.name) << parsed->fabric;
     Status st = validateForFabric(parsed.value(), fabric, catalog());
     EXPECT_TRUE(st.isOk()) << st.toString();
@@ -131,6 +142,20 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("netem-delay"));
   EXPECT_TRUE(names.count("roce-loss"));
   EXPECT_TRUE(names.count("incast-4to1"));
+  EXPECT_TRUE(names.count("hot-spot-uplink"));
+}
+
+TEST(LibraryTest, HotSpotUplinkSteersElephantsFromH2ToH5OverOneOfL0sUplinks) {
+  const Scenario s = load("hot-spot-uplink.json");
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].kind, "hot_spot");
+  auto plan = planFaults(s, leafSpineLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ(injectors::describe((*plan)[0].target.target),
+            "traffic from fcl-h2/eth0 to fcl-h5/eth0 via fcl-l0/up0 or fcl-l0/up1");
+  // On the default star lab it is refused at submission: there is no uplink to aim at.
+  EXPECT_FALSE(planFaults(s, netnsLab()).isOk());
 }
 
 TEST(LibraryTest, Incast4to1SendsFromEveryOtherHostIntoH3) {
