@@ -159,6 +159,16 @@ scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& 
   return fabric;
 }
 
+std::vector<NetnsPort> leafHostPorts(const std::string& prefix, const LeafSpineShape& shape) {
+  std::vector<NetnsPort> ports;
+  for (int leaf = 0; leaf < shape.leaves; ++leaf) {
+    for (int n = 0; n < shape.hosts_per_leaf; ++n) {
+      ports.push_back({ns(prefix, leafSwitchName(leaf)), "p" + std::to_string(n)});
+    }
+  }
+  return ports;
+}
+
 LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& shape) {
   LeafSpineBuild build;
   const scenarios::Fabric fabric = describeLeafSpine("", prefix, shape);

@@ -6,11 +6,13 @@
 // domain (bridge br0); each NIC holds its rail's whole /16 and the leaf answers ARP for the rest
 // (proxy ARP), so no host route exists for a NIC flap to delete. With rails, each host has one NIC
 // per rail, NIC r cabled to the rail-r leaf of its group, like 8-NIC GPU servers on a
-// rail-optimised fabric. Every routed port is the only port of its own bridge (ub<j>, db<i>)
-// that holds its address: a fault on the port leaves the routes in place, flagged linkdown and
-// skipped (ignore_routes_with_linkdown), and they carry traffic again when the port comes back.
-// Pure: the fabric description and the commands that build it, so that both are table-tested and
-// NetnsLab only runs them.
+// rail-optimised fabric. Each uplink holds its /31 itself (leaf up<j>, spine dn<i>; no bridge):
+// BGP takes a path out when its link goes down (BIRD's check link, BFD for a silent peer) and
+// puts it back with the link; until BGP acts, the kernel skips a next hop whose port is down or
+// lost its carrier (ignore_routes_with_linkdown). Each leaf's host ports get a flow-hash reset on
+// ingress (injectors/sys/flow_hash_reset.h) so that the five-tuple, not the sender's socket, picks
+// the spine. Pure: the fabric description and the commands that build it, so that both are
+// table-tested and NetnsLab only runs them.
 //
 // Names and addresses (g = group, r = rail, leaf index i = g * rails + r, spine j, host n of its
 // group, host index k = g * hosts_per_leaf + n):
@@ -18,8 +20,7 @@
 //   leaf ports  p<n> (to host n of its group, bridged in br0), up<j> (to spine j)
 //   spine ports dn<i> (to leaf i)
 //   host NIC    eth<r> = 10.(210+r).g.(n+1)/16; leaf br0 = 10.(210+r).g.254/24
-//   uplink      leaf ub<j> (port up<j>) = 10.250.i.(2j)/31, spine db<i> (port dn<i>) =
-//               10.250.i.(2j+1)/31
+//   uplink      leaf up<j> = 10.250.i.(2j)/31, spine dn<i> = 10.250.i.(2j+1)/31
 //   links       h<k>-l<i> (labels tier=access, rail, leaf), l<i>-s<j> (tier=uplink, leaf, spine,
 //               rail, pod)
 
@@ -59,6 +60,17 @@ struct LeafSpineBuild {
   std::vector<NetnsSysctl> sysctls;
   std::vector<std::vector<std::string>> ip_commands;
 };
+
+// A switch port inside its namespace.
+struct NetnsPort {
+  std::string netns;
+  std::string ifname;
+  bool operator==(const NetnsPort&) const = default;
+};
+
+// Every leaf's ports to its hosts (p<n> of each leaf, on every rail), leaf by leaf: where
+// NetnsLab attaches the flow-hash reset, since packets enter the fabric there.
+std::vector<NetnsPort> leafHostPorts(const std::string& prefix, const LeafSpineShape& shape);
 
 // The addressing plan above, shared with the routing configuration (lab/leaf_spine_routing.h).
 std::string leafSwitchName(int leaf);                               // "l<i>"

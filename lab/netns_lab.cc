@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "injectors/sys/ecn_marker.h"
+#include "injectors/sys/flow_hash_reset.h"
 #include "injectors/sys/netns.h"
 #include "injectors/sys/process.h"
 #include "lab/ecn_model.h"
@@ -157,8 +158,11 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     if (!missing.empty()) progress("its BGP routing is broken (" + missing + "): rebuilding");
     if (present.isOk() && present->size() == labNamespaces(options_).size() && missing.empty()) {
       progress("lab " + options_.name + " is already up (" + summary(fabric) + ")");
-      // A lab made by an older version may still have offloads on.
+      // A lab made by an older version may still have offloads on, or lack the hash reset.
       FC_RETURN_IF_ERROR(disableOffloads(progress));
+      if (options_.topology == LabTopology::kLeafSpine) {
+        FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
+      }
       return fabric;
     }
   }
@@ -253,7 +257,27 @@ Status NetnsLab::buildLeafSpine(const Progress& progress) {
   progress("cabling, addressing and routing (" + std::to_string(build.ip_commands.size()) +
            " ip commands)");
   for (const auto& command : build.ip_commands) FC_RETURN_IF_ERROR(ip(command));
+  FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
   return startRouting(progress);
+}
+
+Status NetnsLab::ensureFiveTupleHashing(const Progress& progress) {
+  const std::vector<NetnsPort> ports = leafHostPorts(options_.prefix, options_.leaf_spine);
+  int added = 0;
+  for (const NetnsPort& port : ports) {
+    auto present = sys::hasFlowHashReset(port.netns, port.ifname);
+    if (!present.isOk()) return present.status();
+    if (*present) continue;
+    FC_RETURN_IF_ERROR(sys::attachFlowHashReset(port.netns, port.ifname));
+    ++added;
+  }
+  if (added == 0) return Status::ok();
+  progress("flow-hash reset on " +
+           (added == static_cast<int>(ports.size()) ? "all " : std::to_string(added) + " of ") +
+           std::to_string(ports.size()) +
+           " leaf host ports (tc ingress BPF): switches hash each flow's five-tuple, and without "
+           "it a Linux sender's random socket hash would pick the spine");
+  return Status::ok();
 }
 
 std::string NetnsLab::routingDir() const { return options_.state_dir + "/lab/" + options_.name; }

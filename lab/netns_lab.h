@@ -5,8 +5,10 @@
 // - leaf-spine: routed leaves and spines with ECMP, optionally rail-optimised (lab/leaf_spine.h).
 // Everything it makes lives inside namespaces named <prefix>-*, so `down` removes every link,
 // qdisc and nft table with them. Lab NICs and switch ports have segmentation offloads off (one
-// skb = one wire packet). up and down are idempotent. The fabric description is written to
-// <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one caller at a time.
+// skb = one wire packet); leaf-spine leaves hash each flow's five-tuple, whatever hash its packets
+// arrive with (injectors/sys/flow_hash_reset.h). up and down are idempotent. The fabric description
+// is written to <state_dir>/fabrics/<name>.json, where `serve` finds it. Not thread-safe: one
+// caller at a time.
 
 #include <functional>
 #include <optional>
@@ -78,6 +80,9 @@ class NetnsLab {
   core::Result<std::vector<std::string>> listOwnNamespaces();
   core::Status buildStar(const scenarios::Fabric& fabric, const Progress& progress);
   core::Status buildLeafSpine(const Progress& progress);
+  // The flow-hash reset (injectors/sys/flow_hash_reset.h) on every leaf host port that lacks it,
+  // so that the leaves hash each flow's five-tuple: a new lab, or one built by an older version.
+  core::Status ensureFiveTupleHashing(const Progress& progress);
   // The egress model on every switch port of the fabric (lab/port_model.h).
   core::Status applyEgress(const scenarios::Fabric& fabric, const Progress& progress);
   // BGP on every switch (lab/leaf_spine_routing.h), then waits until every leaf has every path.

@@ -3,8 +3,8 @@
 // instance of the embedded BPF object (lab/bpf/ecn_marker.bpf.c) with that port's parameters and
 // attaches it as a direct-action cls_bpf filter on the port's clsact egress. The tc filter holds
 // the program, so it keeps marking after this process exits, until the port or its clsact qdisc
-// goes. Failures are ordinary results (no root, no such port, the kernel refused the program).
-// Thread-safe: each call works on its own thread inside the namespace.
+// goes, or detachEcnMarker removes it. Failures are ordinary results (no root, no such port, the
+// kernel refused the program). Thread-safe: each call works on its own thread inside the namespace.
 
 #include <cstdint>
 #include <string>
@@ -46,7 +46,10 @@ struct EcnMarks {
 core::Status attachEcnMarker(const std::string& netns, const std::string& ifname,
                              const EcnMarkerConfig& config);
 
-// Removes the port's clsact qdisc and with it the marker. OK when there is none.
+// Removes the marker's filter only. The clsact qdisc stays, with any other filter on it (a leaf
+// host port's flow-hash reset on ingress, injectors/sys/flow_hash_reset.h): removing the qdisc
+// would silently take those too, and an empty clsact passes every packet untouched. It goes with
+// the port. OK when there is no marker.
 core::Status detachEcnMarker(const std::string& netns, const std::string& ifname);
 
 // The attached marker's counters, found through the filter's program id and that program's maps.

@@ -1,7 +1,8 @@
 // The leaf-spine lab's plan (lab/leaf_spine.h): the shape's limits, the fabric it describes
 // (names, addresses, labels, switch links; valid for the fabric codec and the selectors) and the
 // commands that build it (every namespace first, sysctls before interfaces, nothing in the
-// initial namespace, one multipath default route per leaf, one route per leaf on each spine).
+// initial namespace, one multipath default route per leaf, one route per leaf on each spine), and
+// the leaf host ports that get the flow-hash reset.
 
 #include "lab/leaf_spine.h"
 
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/netns_lab.h"
@@ -198,6 +200,32 @@ TEST(LeafSpineBuildTest, EachRailHasItsOwnNicAndLeaf) {
                                  "name", "p0", "netns", "fcr-l3"}));
   EXPECT_TRUE(hasCommand(build, {"-n", "fcr-l2", "link", "add", "up0", "type", "veth", "peer",
                                  "name", "dn2", "netns", "fcr-s0"}));
+}
+
+TEST(LeafHostPortsTest, EveryLeafsPortToEachOfItsHostsOnEveryRail) {
+  EXPECT_EQ(leafHostPorts("fcl", shape(2, 2, 2)),
+            (std::vector<NetnsPort>{
+                {"fcl-l0", "p0"}, {"fcl-l0", "p1"}, {"fcl-l1", "p0"}, {"fcl-l1", "p1"}}));
+  // Two groups of two rails: leaves l0, l1 (group 0) and l2, l3 (group 1), one host per leaf.
+  EXPECT_EQ(leafHostPorts("fcr", shape(4, 1, 1, 2)),
+            (std::vector<NetnsPort>{
+                {"fcr-l0", "p0"}, {"fcr-l1", "p0"}, {"fcr-l2", "p0"}, {"fcr-l3", "p0"}}));
+}
+
+TEST(LeafHostPortsTest, AreTheSwitchEndsOfTheAccessLinksAndNothingElse) {
+  for (const LeafSpineShape& s : {shape(2, 2, 2), shape(4, 3, 3, 2), shape(8, 2, 2, 8)}) {
+    const scenarios::Fabric fabric = describeLeafSpine("ls", "fcl", s);
+    std::set<std::pair<std::string, std::string>> access_ports;
+    for (const scenarios::Link& link : fabric.links) {
+      ASSERT_EQ(link.labels.at("tier"), "access");
+      access_ports.insert({"fcl-" + link.switch_name, link.port});
+    }
+    std::set<std::pair<std::string, std::string>> reset_ports;
+    for (const NetnsPort& port : leafHostPorts("fcl", s)) {
+      EXPECT_TRUE(reset_ports.insert({port.netns, port.ifname}).second) << "listed twice";
+    }
+    EXPECT_EQ(reset_ports, access_ports) << "no uplink, no spine port, no host port missing";
+  }
 }
 
 }  // namespace

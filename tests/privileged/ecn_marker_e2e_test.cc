@@ -240,7 +240,7 @@ TEST_F(EcnMarker, ReadingAPortWithoutAMarkerIsNotFound) {
   EXPECT_EQ(marks.status().code(), core::StatusCode::kNotFound) << marks.status().toString();
   auto missing = sys::readEcnMarks("fcl-sw0", "nosuchport");
   EXPECT_EQ(missing.status().code(), core::StatusCode::kNotFound);
-  // detach is idempotent, and removes the clsact qdisc only.
+  // detach is idempotent: OK on a port without a marker. It removes the marker's filter only.
   EXPECT_TRUE(sys::detachEcnMarker("fcl-sw0", "p0").isOk());
 }
 

@@ -1,0 +1,87 @@
+#pragma once
+// Private to injectors/sys: what the lab's tc BPF programs (ecn_marker.cc, flow_hash_reset.cc)
+// share, so that each file keeps only what its program means. Loading an object compiled into the
+// binary, with the verifier's reason when the kernel refuses it, and one direct-action cls_bpf
+// filter of ours on a port's clsact qdisc: attached, found or removed by its slot. libbpf's
+// -errno returns become Statuses that say what was done to which port, quoting libbpf's last
+// message (the kernel's extended ack); libbpf prints nothing to stderr, since it reports through a
+// process-wide callback that these functions install. Every call acts in the calling thread's
+// network namespace (callers wrap them in runInNetns).
+
+#include <bpf/libbpf.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+
+namespace fabric_chaos::sys::tc_bpf {
+
+// Where one of our filters sits on a port's clsact qdisc. Every filter this product attaches has
+// its slot here, so that no two share one: attaching replaces whatever holds the slot.
+struct FilterSlot {
+  bpf_tc_attach_point hook;  // BPF_TC_INGRESS or BPF_TC_EGRESS
+  uint32_t handle;
+  uint32_t priority;  // `tc filter show` calls it "pref"
+};
+// The ECN marker on a modelled port: `tc filter show dev IF egress` lists "pref 1 ... handle 0x1
+// fc_ecn_marker ... direct-action".
+inline constexpr FilterSlot kEcnMarkerSlot{BPF_TC_EGRESS, 1, 1};
+// The flow-hash reset on a leaf's host port: `tc filter show dev IF ingress` lists "pref 2 ...
+// handle 0x2 fc_hash_reset ... direct-action".
+inline constexpr FilterSlot kFlowHashResetSlot{BPF_TC_INGRESS, 2, 2};
+
+// A BPF object compiled into the binary by fc_embed_bpf_object (cmake/BpfObject.cmake).
+struct EmbeddedObject {
+  const unsigned char* bytes;
+  std::size_t size;
+  const char* object_name;   // "fc_ecn_marker"
+  const char* program_name;  // its tc program, as the kernel names it (15 characters at most)
+  const char* description;   // "the ECN marker", for error messages
+  // Why the kernel may refuse it when the verifier logged nothing ("" when there is no guess).
+  const char* silent_refusal_hint;
+};
+
+// "fcl-l0:p0", or "p0" in the caller's namespace (netns "").
+std::string portName(const std::string& netns, const std::string& ifname);
+
+// The port's ifindex in the calling thread's namespace; kNotFound naming the namespace.
+core::Result<int> ifindexOf(const std::string& netns, const std::string& ifname);
+
+// Called between open and load, e.g. to set the object's .rodata; returns why it cannot.
+using ObjectConfigurer = std::function<core::Status(bpf_object* object)>;
+
+// Opens `object`, lets `configure` (may be empty) prepare it, loads it and attaches its program
+// to netns:ifname in `slot`, adding the clsact qdisc when missing and replacing what held the
+// slot; nothing else on the qdisc is touched. The filter then holds the program (and the program
+// its maps), so it outlives this process. kNotFound: no such namespace or port;
+// kPermissionDenied: not root; kNotSupported: the kernel refused the program, clsact or cls_bpf.
+core::Status loadAndAttach(const std::string& netns, const std::string& ifname,
+                           const EmbeddedObject& object, const FilterSlot& slot,
+                           const ObjectConfigurer& configure);
+
+// The id of the program in `slot` of the port (ifindex), nullopt when the slot is empty or the
+// port has no clsact qdisc.
+core::Result<std::optional<uint32_t>> programInSlot(int ifindex, const FilterSlot& slot,
+                                                    const std::string& where);
+
+// The kernel's name of program `id` (bpf_prog_info.name).
+core::Result<std::string> programName(uint32_t id);
+
+// Removes the filter in `slot` only: the clsact qdisc and every other filter on it stay. OK when
+// there is none (nor a clsact qdisc).
+core::Status detachFromSlot(const std::string& netns, const std::string& ifname,
+                            const FilterSlot& slot);
+
+// libbpf returns -errno (or -1 with errno set): the errno.
+int errorOf(int ret);
+
+// kPermissionDenied for EPERM/EACCES (BPF and tc need root), else `otherwise` with "what:
+// message".
+core::Status permissionOr(int err, const std::string& what, core::StatusCode otherwise,
+                          const std::string& message);
+
+}  // namespace fabric_chaos::sys::tc_bpf
