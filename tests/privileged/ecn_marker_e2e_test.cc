@@ -18,14 +18,14 @@
 #include <vector>
 
 #include "injectors/sys/ecn_marker.h"
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
 
 using nlohmann::json;
 
-constexpr const char* kPort = "up --hosts 5 --link-rate 100mbit --buffer 128k";
+constexpr const char* kPort = "--hosts 5 --link-rate 100mbit --buffer 128k";
 constexpr const char* kEcn = " --ecn 20k,80k,1";
 
 // What one incast left behind, read by observers that are not the marker.
@@ -37,46 +37,13 @@ struct IncastResult {
   double received_mbit = 0;     // iperf3's four receivers together
 };
 
-class EcnMarker : public ::testing::Test {
+class EcnMarker : public LabFixture {
  protected:
-  void SetUp() override {
-    FC_REQUIRE_ROOT();
-    if (runShell("command -v iperf3").exit_code != 0) {
-      if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
-        FAIL() << "iperf3 is missing: apt-get install iperf3 (deploy/install-deps.sh)";
-      }
-      GTEST_SKIP() << "iperf3 is missing";
-    }
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty()) << "a lab is already up (fcl-*)";
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    const char* binary = std::getenv("FC_BINARY");
-    ASSERT_NE(binary, nullptr) << "FC_BINARY is not set";
-    binary_ = binary;
-  }
-  void TearDown() override {
-    runShell("pkill -f '[i]perf3 .*--logfile " + dir_ + "'");
-    if (lab_up_) {
-      EXPECT_EQ(lab("down").exit_code, 0);
-    }
-    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << "lab down left namespaces";
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  CommandOutput lab(const std::string& args) {
-    return runShell(binary_ + " lab " + args + " --state-dir " + dir_ + "/state 2>&1");
-  }
+  EcnMarker() : LabFixture(/*needs_iperf3=*/true) {}
 
   // A fresh lab (the previous one removed) whose hosts negotiate ECN when tcp_ecn is 1.
   void up(const std::string& args, int tcp_ecn) {
-    if (lab_up_) {
-      ASSERT_EQ(lab("down").exit_code, 0);
-      lab_up_ = false;
-    }
-    const CommandOutput out = lab(args);
-    ASSERT_EQ(out.exit_code, 0) << out.out;
-    lab_up_ = true;
-    std::cout << out.out;
+    ASSERT_NO_FATAL_FAILURE(labUp(args));
     setTcpEcn(tcp_ecn);
   }
 
@@ -123,19 +90,7 @@ class EcnMarker : public ::testing::Test {
   // machine's default: BBR (v1) ignores CE marks, while cubic reduces its window once per RTT on
   // an ECN echo, as RFC 3168 asks.
   IncastResult incast(int base_port, int seconds) {
-    for (int i = 0; i < 4; ++i) {
-      const int port = base_port + i;
-      const CommandOutput started =
-          runShell("ip netns exec fcl-h0 iperf3 -s -D -1 -p " + std::to_string(port) +
-                   " --logfile " + dir_ + "/server-" + std::to_string(port) + ".log");
-      EXPECT_EQ(started.exit_code, 0) << started.out;
-      EXPECT_TRUE(waitFor(
-          [&] {
-            return runShell("ip netns exec fcl-h0 ss -ltn 'sport = :" + std::to_string(port) + "'")
-                       .out.find("LISTEN") != std::string::npos;
-          },
-          5000));
-    }
+    for (int i = 0; i < 4; ++i) startIperf3Server("fcl-h0", base_port + i);
     const auto before = sinkIpExt();
     const int64_t drops_before = portDrops("p0");
     std::vector<std::thread> senders;
@@ -165,10 +120,6 @@ class EcnMarker : public ::testing::Test {
     }
     return result;
   }
-
-  std::string dir_;
-  std::string binary_;
-  bool lab_up_ = false;
 };
 
 TEST_F(EcnMarker, AnEcnIncastIsMarkedInsteadOfDropped) {

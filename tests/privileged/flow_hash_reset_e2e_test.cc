@@ -22,7 +22,7 @@
 
 #include "injectors/sys/ecn_marker.h"
 #include "injectors/sys/flow_hash_reset.h"
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
@@ -40,23 +40,9 @@ constexpr int kServerPort = 5201;
 constexpr int kFirstSourcePort = 20001;
 constexpr int kFlows = 12;
 
-class FlowHashReset : public ::testing::Test {
+class FlowHashReset : public LabFixture {
  protected:
-  void SetUp() override {
-    FC_REQUIRE_ROOT();
-    if (runShell("command -v iperf3").exit_code != 0) {
-      if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
-        FAIL() << "iperf3 is missing: apt-get install iperf3 (deploy/install-deps.sh)";
-      }
-      GTEST_SKIP() << "iperf3 is missing";
-    }
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty()) << "a lab is already up (fcl-*)";
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    const char* binary = std::getenv("FC_BINARY");
-    ASSERT_NE(binary, nullptr) << "FC_BINARY is not set";
-    binary_ = binary;
-  }
+  FlowHashReset() : LabFixture(/*needs_iperf3=*/true) {}
   void TearDown() override {
     if (server_) {
       server_->signalAndWait(SIGTERM, 2000, /*kill_on_timeout=*/true);
@@ -67,15 +53,8 @@ class FlowHashReset : public ::testing::Test {
       for (const char* host : {kSender, kReceiver}) {
         EXPECT_EQ(runShell(std::string("ip netns pids ") + host).out, "") << "left in " << host;
       }
-      const CommandOutput down = lab("down");
-      EXPECT_EQ(down.exit_code, 0) << down.out;
     }
-    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << "lab down left namespaces";
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  CommandOutput lab(const std::string& args) {
-    return runShell(binary_ + " lab " + args + " --state-dir " + dir_ + "/state 2>&1");
+    LabFixture::TearDown();
   }
 
   void up(const std::string& args) {
@@ -97,14 +76,6 @@ class FlowHashReset : public ::testing::Test {
            filters.find("direct-action") != std::string::npos;
   }
 
-  // tx bytes of a leaf port, read by `ip -s -j link show`; -1 when unreadable.
-  static int64_t txBytes(const std::string& netns, const std::string& ifname) {
-    const CommandOutput out = runShell("ip -n " + netns + " -s -j link show dev " + ifname);
-    const json doc = json::parse(out.out, nullptr, false);
-    if (out.exit_code != 0 || !doc.is_array() || doc.empty()) return -1;
-    return doc[0]["stats64"]["tx"]["bytes"].get<int64_t>();
-  }
-
   // The uplink fcl-l0's routing table picks for a TCP flow from the sender's port `sport`, as if
   // its packet came in from the hosts' bridge.
   static std::string predictedUplink(int sport) {
@@ -119,10 +90,7 @@ class FlowHashReset : public ::testing::Test {
     return doc[0]["dev"].get<std::string>();
   }
 
-  std::string dir_;
-  std::string binary_;
   std::string up_output_;
-  bool lab_up_ = false;
   std::unique_ptr<ChildProcess> server_;
 };
 
@@ -156,13 +124,13 @@ TEST_F(FlowHashReset, EveryTcpFlowTakesTheUplinkItsFiveTupleHashesTo) {
   std::cout << "sport  predicted  up0 tx bytes  up1 tx bytes  iperf3 received bytes\n";
   for (int sport = kFirstSourcePort; sport < kFirstSourcePort + kFlows; ++sport) {
     const std::string predicted = predictedUplink(sport);
-    const int64_t up0_before = txBytes("fcl-l0", "up0");
-    const int64_t up1_before = txBytes("fcl-l0", "up1");
+    const int64_t up0_before = linkTxBytes("fcl-l0", "up0");
+    const int64_t up1_before = linkTxBytes("fcl-l0", "up1");
     const CommandOutput client = runShell(
         std::string("ip netns exec ") + kSender + " iperf3 -J -c " + kReceiverAddress + " -p " +
         std::to_string(kServerPort) + " --cport " + std::to_string(sport) + " -t 1");
-    const int64_t up0 = txBytes("fcl-l0", "up0") - up0_before;
-    const int64_t up1 = txBytes("fcl-l0", "up1") - up1_before;
+    const int64_t up0 = linkTxBytes("fcl-l0", "up0") - up0_before;
+    const int64_t up1 = linkTxBytes("fcl-l0", "up1") - up1_before;
     const json report = json::parse(client.out, nullptr, false);
     ASSERT_EQ(client.exit_code, 0) << client.out;
     ASSERT_TRUE(report.contains("end")) << client.out;

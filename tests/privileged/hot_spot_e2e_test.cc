@@ -10,13 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "injectors/sys/forwarding.h"
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
@@ -48,13 +47,6 @@ json hotSpotScenario(const std::string& name, const json& target, const json& pa
 const json kUplinksOfL0 = {
     {"labels", {{"tier", "uplink"}, {"leaf", "l0"}}}, {"sources", {"h2"}}, {"sink", "h5"}};
 
-int64_t txBytes(const std::string& netns, const std::string& ifname) {
-  const CommandOutput out = runShell("ip -n " + netns + " -s -j link show " + ifname);
-  const json doc = json::parse(out.out, nullptr, false);
-  if (doc.is_discarded() || !doc.is_array() || doc.empty()) return -1;
-  return doc[0]["stats64"]["tx"]["bytes"].get<int64_t>();
-}
-
 int generatorProcesses() {
   return std::atoi(runShell("pgrep -c -f '[t]raffic (source|sink) --' || true").out.c_str());
 }
@@ -68,40 +60,14 @@ struct Observed {
   int64_t up1 = 0;
 };
 
-class HotSpotOnALeafSpine : public ::testing::Test {
+class HotSpotOnALeafSpine : public LabFixture {
  protected:
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty()) << "a lab is already up (fcl-*)";
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    binary_ = std::getenv("FC_BINARY") == nullptr ? "" : std::getenv("FC_BINARY");
-    ASSERT_FALSE(binary_.empty()) << "FC_BINARY is not set";
-    const CommandOutput up =
-        lab("up --topology leaf-spine --leaves 2 --spines 2 --hosts-per-leaf 3 --link-rate 100mbit "
-            "--buffer 128k");
-    ASSERT_EQ(up.exit_code, 0) << up.out;
-    lab_up_ = true;
-  }
-  void TearDown() override {
-    if (serve_) {
-      EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
-    }
-    if (lab_up_) {
-      EXPECT_EQ(lab("down").exit_code, 0);
-    }
-    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << "lab down left namespaces";
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  CommandOutput lab(const std::string& args) {
-    return runShell(binary_ + " lab " + args + " --state-dir " + dir_ + "/state 2>&1");
-  }
-
-  void startServe() {
-    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, dir_);
-    port_ = serve_->waitForPort(60000);
-    ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
+    LabFixture::SetUp();
+    if (setUpFailed()) return;
+    labUp(
+        "--topology leaf-spine --leaves 2 --spines 2 --hosts-per-leaf 3 --link-rate 100mbit "
+        "--buffer 128k");
   }
 
   Observed runHotSpot(const std::string& path_choice) {
@@ -120,12 +86,12 @@ class HotSpotOnALeafSpine : public ::testing::Test {
           60000);
     };
     EXPECT_TRUE(seen("fault_applied")) << "the hot spot was never applied";
-    const int64_t up0_at_apply = txBytes("fcl-l0", "up0");
-    const int64_t up1_at_apply = txBytes("fcl-l0", "up1");
+    const int64_t up0_at_apply = linkTxBytes("fcl-l0", "up0");
+    const int64_t up1_at_apply = linkTxBytes("fcl-l0", "up1");
     EXPECT_EQ(generatorProcesses(), 2) << "one sink and one source";
     EXPECT_TRUE(seen("fault_reverted"));
-    out.up0 = txBytes("fcl-l0", "up0") - up0_at_apply;
-    out.up1 = txBytes("fcl-l0", "up1") - up1_at_apply;
+    out.up0 = linkTxBytes("fcl-l0", "up0") - up0_at_apply;
+    out.up1 = linkTxBytes("fcl-l0", "up1") - up1_at_apply;
     const json run = waitForFinalRun(port_, id, 120);
     EXPECT_NE(run.value("state", ""), "error") << run.dump(2);
     const json events = httpRequest(port_, "GET", events_path).json()["events"];
@@ -142,12 +108,6 @@ class HotSpotOnALeafSpine : public ::testing::Test {
         << runShell("pgrep -af '[t]raffic (source|sink)'").out;
     return out;
   }
-
-  std::string dir_;
-  std::string binary_;
-  bool lab_up_ = false;
-  std::unique_ptr<ServeProcess> serve_;
-  int port_ = 0;
 };
 
 // The adapter the injector steers with, against iproute2 asking the same kernel.
@@ -218,12 +178,16 @@ TEST_F(HotSpotOnALeafSpine, TheBusiestUplinkCollidesWithTheRingTheIdlestSparesIt
       std::min(candidates[0]["tx_bytes"].get<double>(), candidates[1]["tx_bytes"].get<double>());
   EXPECT_GT(hot, 5 * cold) << candidates.dump();
 
-  // The collision costs the ring; the lucky placement does not.
+  // The collision costs the ring far more than the other placement. That one is not always free:
+  // the acknowledgements of the ring's hop h4 -> h0 leave l0 by whichever uplink their own
+  // five-tuple hashes to, and when that is the "idlest" one they queue behind the elephants
+  // (measured: retained 0.98-1.00 when they did not, 0.58 when they did).
   const double retained_busiest = busiest.step["retained"].get<double>();
   const double retained_idlest = idlest.step["retained"].get<double>();
   EXPECT_LT(retained_busiest, 0.7) << busiest.step.dump(2);
-  EXPECT_GT(retained_idlest, 0.85) << idlest.step.dump(2);
+  EXPECT_GT(retained_idlest, retained_busiest + 0.2) << idlest.step.dump(2);
   EXPECT_GT(busiest.step["p99_slowdown"].get<double>(), 1.3) << busiest.step.dump(2);
+  EXPECT_GT(busiest.step["p99_slowdown"].get<double>(), idlest.step["p99_slowdown"].get<double>());
 
   // Bad targets are refused at submission, naming the field.
   json bad = kUplinksOfL0;

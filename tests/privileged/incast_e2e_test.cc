@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
@@ -54,56 +54,19 @@ size_t emitterRecords(const std::string& dir) {
   return n;
 }
 
-class IncastOnAModelledLab : public ::testing::Test {
+class IncastOnAModelledLab : public LabFixture {
  protected:
+  IncastOnAModelledLab() : LabFixture(/*needs_iperf3=*/true) {}
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    if (runShell("command -v iperf3").exit_code != 0) {
-      if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
-        FAIL() << "iperf3 is missing: apt-get install iperf3 (deploy/install-deps.sh)";
-      }
-      GTEST_SKIP() << "iperf3 is missing";
-    }
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty()) << "a lab is already up (fcl-*)";
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    binary_ = std::getenv("FC_BINARY");
-    const CommandOutput up = lab("up --hosts 5 --link-rate 100mbit --buffer 128k");
-    ASSERT_EQ(up.exit_code, 0) << up.out;
-    lab_up_ = true;
-    serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, dir_);
-    port_ = serve_->waitForPort(60000);
-    ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
-  }
-  void TearDown() override {
-    if (serve_) {
-      EXPECT_EQ(serve_->stop(30000), 0) << serve_->output();
-    }
-    runShell("pkill -f '[i]perf3 .*--logfile " + dir_ + "'");
-    if (lab_up_) {
-      EXPECT_EQ(lab("down").exit_code, 0);
-    }
-    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << "lab down left namespaces";
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  CommandOutput lab(const std::string& args) {
-    return runShell(binary_ + " lab " + args + " --state-dir " + dir_ + "/state 2>&1");
+    LabFixture::SetUp();
+    if (setUpFailed()) return;
+    ASSERT_NO_FATAL_FAILURE(labUp("--hosts 5 --link-rate 100mbit --buffer 128k"));
+    startServe();
   }
 
   // iperf3 from h2 to h3 (the ring's own hop into the victim) for `seconds`: Mbit/s received.
   double victimPathMbit(int server_port, int seconds) {
-    const CommandOutput server =
-        runShell("ip netns exec fcl-h3 iperf3 -s -D -1 -p " + std::to_string(server_port) +
-                 " --logfile " + dir_ + "/iperf-" + std::to_string(server_port) + ".log");
-    EXPECT_EQ(server.exit_code, 0) << server.out;
-    waitFor(
-        [&] {
-          return runShell("ip netns exec fcl-h3 ss -ltn 'sport = :" + std::to_string(server_port) +
-                          "'")
-                     .out.find("LISTEN") != std::string::npos;
-        },
-        5000);
+    startIperf3Server("fcl-h3", server_port);
     const CommandOutput out =
         runShell("ip netns exec fcl-h2 iperf3 -J -c 10.200.0.4 -p " + std::to_string(server_port) +
                  " -t " + std::to_string(seconds));
@@ -114,12 +77,6 @@ class IncastOnAModelledLab : public ::testing::Test {
     }
     return doc["end"]["sum_received"]["bits_per_second"].get<double>() / 1e6;
   }
-
-  std::string dir_;
-  std::string binary_;
-  bool lab_up_ = false;
-  std::unique_ptr<ServeProcess> serve_;
-  int port_ = 0;
 };
 
 TEST_F(IncastOnAModelledLab, FourSourcesFillTheSinkPortSlowTheRingAndLeaveNothingBehind) {
@@ -257,7 +214,8 @@ TEST_F(IncastOnAModelledLab, BadTargetsAreRefusedAtSubmission) {
                       {"params", {{"down_ms", 100}}}};
   reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", flap}}.dump());
   EXPECT_EQ(reply.status, 400) << reply.body;
-  EXPECT_NE(reply.body.find("only traffic kinds (incast, hot_spot) take sources"), std::string::npos)
+  EXPECT_NE(reply.body.find("only traffic kinds (incast, hot_spot) take sources"),
+            std::string::npos)
       << reply.body;
   EXPECT_EQ(generatorProcesses(), 0);
 }

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
@@ -26,54 +26,16 @@ using nlohmann::json;
 constexpr double kRateMbit = 100;
 constexpr int64_t kBufferBytes = 64 * 1024;
 
-class PortModel : public ::testing::Test {
+class PortModel : public LabFixture {
  protected:
+  PortModel() : LabFixture(/*needs_iperf3=*/true) {}
   void SetUp() override {
-    FC_REQUIRE_ROOT();
-    if (runShell("command -v iperf3").exit_code != 0) {
-      if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
-        FAIL() << "iperf3 is missing: apt-get install iperf3 (deploy/install-deps.sh)";
-      }
-      GTEST_SKIP() << "iperf3 is missing";
-    }
-    ASSERT_TRUE(namespacesWithPrefix("fcl-").empty()) << "a lab is already up (fcl-*)";
-    dir_ = makeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    const char* binary = std::getenv("FC_BINARY");
-    ASSERT_NE(binary, nullptr) << "FC_BINARY is not set";
-    binary_ = binary;
-    const CommandOutput up = lab("up --hosts 5 --link-rate 100mbit --buffer 64k");
-    ASSERT_EQ(up.exit_code, 0) << up.out;
-    lab_up_ = true;
-  }
-  void TearDown() override {
-    runShell("pkill -f '[i]perf3 .*--logfile " + dir_ + "'");
-    if (lab_up_) {
-      EXPECT_EQ(lab("down").exit_code, 0);
-    }
-    EXPECT_TRUE(namespacesWithPrefix("fcl-").empty()) << "lab down left namespaces";
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    LabFixture::SetUp();
+    if (setUpFailed()) return;
+    labUp("--hosts 5 --link-rate 100mbit --buffer 64k");
   }
 
-  CommandOutput lab(const std::string& args) {
-    return runShell(binary_ + " lab " + args + " --state-dir " + dir_ + "/state 2>&1");
-  }
-
-  // iperf3 as a daemon in host hN's namespace on `port`, logging under dir_ (so TearDown finds
-  // it); one test at a time.
-  void startServer(int host, int port) {
-    const CommandOutput started = runShell(
-        "ip netns exec fcl-h" + std::to_string(host) + " iperf3 -s -D -1 -p " +
-        std::to_string(port) + " --logfile " + dir_ + "/server-" + std::to_string(port) + ".log");
-    ASSERT_EQ(started.exit_code, 0) << started.out;
-    ASSERT_TRUE(waitFor(
-        [&] {
-          return runShell("ip netns exec fcl-h" + std::to_string(host) +
-                          " ss -ltn 'sport = :" + std::to_string(port) + "'")
-                     .out.find("LISTEN") != std::string::npos;
-        },
-        5000));
-  }
+  void startServer(int host, int port) { startIperf3Server("fcl-h" + std::to_string(host), port); }
 
   // iperf3's JSON report of a client run from host `from`.
   json client(int from, const std::string& args) {
@@ -83,10 +45,6 @@ class PortModel : public ::testing::Test {
     EXPECT_FALSE(doc.is_discarded()) << out.out;
     return doc;
   }
-
-  std::string dir_;
-  std::string binary_;
-  bool lab_up_ = false;
 };
 
 TEST_F(PortModel, ATcpFlowGetsTheModelledRateAndDscp26IsQueuedAsLossless) {

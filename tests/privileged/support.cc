@@ -522,4 +522,11 @@ int RestartableServeTest::start() {
   return serve_->waitForPort(60000);
 }
 
+int64_t linkTxBytes(const std::string& netns, const std::string& ifname) {
+  const CommandOutput out = runShell("ip -n " + netns + " -s -j link show dev " + ifname);
+  const nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, false);
+  if (out.exit_code != 0 || !doc.is_array() || doc.empty()) return -1;
+  return doc[0]["stats64"]["tx"]["bytes"].get<int64_t>();
+}
+
 }  // namespace fabric_chaos::testing

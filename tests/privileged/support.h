@@ -176,6 +176,10 @@ std::vector<int> guardiansOf(const std::string& dir);
 // A modelled lab port's counters as tc reports them (independent of the product's code):
 // `tc -s -j qdisc show` of one qdisc by handle ("20:"), null when absent; the bytes an htb class
 // sent, from `tc -s class` (iproute2 6.1 prints htb classes as text only), -1 when absent.
+// Bytes the interface sent since it was created (`ip -s -j link show`, stats64.tx.bytes); -1 when
+// unreadable.
+int64_t linkTxBytes(const std::string& netns, const std::string& ifname);
+
 nlohmann::json qdiscStats(const std::string& netns, const std::string& port,
                           const std::string& handle);
 int64_t htbClassBytes(const std::string& netns, const std::string& port,

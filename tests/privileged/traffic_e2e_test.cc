@@ -23,7 +23,7 @@
 #include "injectors/sys/offloads.h"
 #include "injectors/sys/sysctl.h"
 #include "lab/netns_lab.h"
-#include "tests/privileged/support.h"
+#include "tests/privileged/lab_fixture.h"
 
 namespace fabric_chaos::testing {
 namespace {
@@ -79,12 +79,7 @@ class TrafficE2e : public ::testing::Test {
  protected:
   void SetUp() override {
     FC_REQUIRE_ROOT();
-    if (runShell("command -v iperf3").exit_code != 0) {
-      if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
-        FAIL() << "iperf3 is missing: apt-get install iperf3 (deploy/install-deps.sh)";
-      }
-      GTEST_SKIP() << "iperf3 is missing";
-    }
+    FC_REQUIRE_IPERF3();
     const char* binary = std::getenv("FC_BINARY");
     ASSERT_NE(binary, nullptr) << "FC_BINARY is not set";
     binary_ = binary;
