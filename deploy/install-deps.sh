@@ -25,6 +25,9 @@ packages=(
   iperf3
   # the VM lab: qemu (TCG), a static busybox for the initramfs, rdma-core tools for rxe
   qemu-system-x86 busybox-static rdma-core ibverbs-utils
+  # perftest's ib_write_bw: the third-party measurement the verbs ring is compared with
+  # (bench/verbs_ring_bench; the guests see the host's /usr)
+  perftest
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)
   chromium sqlite3
 )
