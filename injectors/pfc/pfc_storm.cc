@@ -110,10 +110,7 @@ core::Result<json> PfcStorm::observe(const Fault& fault) {
   if (emitters_ == nullptr) return unavailable();
   auto state = emitters_->state(emitterKey(*target));
   if (!state.isOk()) return state.status().withContext("pfc_storm observe");
-  json out = {{"running", state->running}, {"pid", state->pid}, {"report", state->last_report}};
-  if (state->exit_code) out["exit_code"] = *state->exit_code;
-  if (!state->log_tail.empty()) out["log"] = state->log_tail;
-  return out;
+  return sys::toJson(*state);
 }
 
 }  // namespace fabric_chaos::injectors

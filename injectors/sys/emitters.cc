@@ -383,6 +383,14 @@ class ProcessEmitters : public Emitters {
 
 }  // namespace
 
+nlohmann::json toJson(const EmitterState& state) {
+  nlohmann::json out = {
+      {"running", state.running}, {"pid", state.pid}, {"report", state.last_report}};
+  if (state.exit_code) out["exit_code"] = *state.exit_code;
+  if (!state.log_tail.empty()) out["log"] = state.log_tail;
+  return out;
+}
+
 std::unique_ptr<Emitters> makeProcessEmitters(std::string record_dir,
                                               std::unique_ptr<ProcessLauncher> launcher) {
   return std::make_unique<ProcessEmitters>(std::move(record_dir), std::move(launcher));

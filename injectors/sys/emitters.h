@@ -46,6 +46,10 @@ struct EmitterState {
   std::string log_tail;          // the end of its stderr, when it ended
 };
 
+// What a long-running kind's observe reports of one emitter: {"running", "pid", "report" (the
+// last report), "exit_code"? and "log"? once it ended}.
+nlohmann::json toJson(const EmitterState& state);
+
 class Emitters {
  public:
   virtual ~Emitters() = default;

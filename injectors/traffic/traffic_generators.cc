@@ -4,20 +4,9 @@
 #include "injectors/sys/links.h"
 
 namespace fabric_chaos::injectors {
-namespace {
-
 using core::Status;
 using core::StatusCode;
 using nlohmann::json;
-
-json emitterJson(const sys::EmitterState& state) {
-  json out = {{"running", state.running}, {"pid", state.pid}, {"report", state.last_report}};
-  if (state.exit_code) out["exit_code"] = *state.exit_code;
-  if (!state.log_tail.empty()) out["log"] = state.log_tail;
-  return out;
-}
-
-}  // namespace
 
 std::string endpointName(const InterfaceTarget& endpoint) {
   return (endpoint.netns.empty() ? "" : endpoint.netns + "/") + endpoint.ifname;
@@ -169,7 +158,7 @@ core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
   auto sink_state = emitters_->state(sink.key);
   if (!sink_state.isOk()) return sink_state.status().withContext(kind + " observe");
   note(*sink_state);
-  out["sink"] = emitterJson(*sink_state);
+  out["sink"] = sys::toJson(*sink_state);
   out["sink"]["endpoint"] = sink.endpoint;
   json source_states = json::array();
   std::vector<double> bytes;
@@ -178,7 +167,7 @@ core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
     auto state = emitters_->state(source.key);
     if (!state.isOk()) return state.status().withContext(kind + " observe");
     note(*state);
-    json entry = emitterJson(*state);
+    json entry = sys::toJson(*state);
     entry["endpoint"] = source.endpoint;
     source_states.push_back(std::move(entry));
     const json& report = state->last_report;
