@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -324,6 +325,43 @@ void attachObservations(RunAnalysis& analysis, const FabricObservations& observa
   }
 }
 
+namespace {
+
+// A gate every step must pass: failureOf says why one step fails ("" when it passes). The verdict
+// lists every failing step; when none fails it says there was nothing to check, or what all of
+// them passed with (passed() sees only passing steps).
+GateVerdict perStepGate(const char* name, const RunAnalysis& analysis,
+                        const std::function<std::string(const StepMetrics&)>& failureOf,
+                        const std::string& nothing_to_check,
+                        const std::function<std::string()>& passed) {
+  GateVerdict v{name, true, ""};
+  std::string failures;
+  for (const StepMetrics& m : analysis.steps) {
+    const std::string failure = failureOf(m);
+    if (failure.empty()) continue;
+    v.passed = false;
+    failures += (failures.empty() ? "" : "; ") + failure;
+  }
+  if (!v.passed) {
+    v.detail = failures;
+  } else if (analysis.steps.empty()) {
+    v.detail = nothing_to_check;
+  } else {
+    v.detail = passed();
+  }
+  return v;
+}
+
+// The largest of f over the steps (0 for none).
+double largestOver(const RunAnalysis& analysis,
+                   const std::function<double(const StepMetrics&)>& f) {
+  double largest = 0;
+  for (const StepMetrics& m : analysis.steps) largest = std::max(largest, f(m));
+  return largest;
+}
+
+}  // namespace
+
 std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analysis) {
   std::vector<GateVerdict> verdicts;
 
@@ -336,99 +374,72 @@ std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analy
   }
 
   if (gates.max_recovery_ms) {
-    GateVerdict v{"max_recovery_ms", true, ""};
-    std::string failures;
-    double slowest = 0;
-    for (const StepMetrics& m : analysis.steps) {
-      std::string failure;
-      if (!m.recovered || !m.time_to_recover_ms) {
-        failure = format("step %d did not recover within the recovery window", m.step);
-      } else if (*m.time_to_recover_ms > *gates.max_recovery_ms) {
-        failure = format("step %d recovered in ", m.step) + fmtMs(*m.time_to_recover_ms) + " > " +
-                  fmtMs(*gates.max_recovery_ms);
-      } else {
-        slowest = std::max(slowest, *m.time_to_recover_ms);
-      }
-      if (!failure.empty()) {
-        v.passed = false;
-        failures += (failures.empty() ? "" : "; ") + failure;
-      }
-    }
-    if (!v.passed) {
-      v.detail = failures;
-    } else if (analysis.steps.empty()) {
-      v.detail = "no fault steps to recover from";
-    } else {
-      v.detail = format("every step recovered within %s (slowest %s)",
-                        fmtMs(*gates.max_recovery_ms).c_str(), fmtMs(slowest).c_str());
-    }
-    verdicts.push_back(v);
+    const double limit = *gates.max_recovery_ms;
+    verdicts.push_back(perStepGate(
+        "max_recovery_ms", analysis,
+        [&](const StepMetrics& m) -> std::string {
+          if (!m.recovered || !m.time_to_recover_ms) {
+            return format("step %d did not recover within the recovery window", m.step);
+          }
+          if (*m.time_to_recover_ms > limit) {
+            return format("step %d recovered in ", m.step) + fmtMs(*m.time_to_recover_ms) + " > " +
+                   fmtMs(limit);
+          }
+          return "";
+        },
+        "no fault steps to recover from",
+        [&] {
+          const double slowest = largestOver(
+              analysis, [](const StepMetrics& m) { return m.time_to_recover_ms.value_or(0); });
+          return format("every step recovered within %s (slowest %s)", fmtMs(limit).c_str(),
+                        fmtMs(slowest).c_str());
+        }));
   }
 
   if (gates.min_retained) {
-    GateVerdict v{"min_retained", true, ""};
-    std::string failures;
-    double lowest = 1;
-    for (const StepMetrics& m : analysis.steps) {
-      lowest = std::min(lowest, m.retained);
-      if (m.retained < *gates.min_retained) {
-        v.passed = false;
-        failures += (failures.empty() ? "" : "; ") +
-                    format("step %d retained %.2f < %.2f", m.step, m.retained, *gates.min_retained);
-      }
-    }
-    if (!v.passed) {
-      v.detail = failures;
-    } else if (analysis.steps.empty()) {
-      v.detail = "no fault steps to measure";
-    } else {
-      v.detail = format("every step retained >= %.2f (lowest %.2f)", *gates.min_retained, lowest);
-    }
-    verdicts.push_back(v);
+    const double limit = *gates.min_retained;
+    verdicts.push_back(perStepGate(
+        "min_retained", analysis,
+        [&](const StepMetrics& m) -> std::string {
+          if (m.retained >= limit) return "";
+          return format("step %d retained %.2f < %.2f", m.step, m.retained, limit);
+        },
+        "no fault steps to measure",
+        [&] {
+          const double lowest =
+              1 - largestOver(analysis, [](const StepMetrics& m) { return 1 - m.retained; });
+          return format("every step retained >= %.2f (lowest %.2f)", limit, lowest);
+        }));
   }
 
   if (gates.max_p99_slowdown) {
-    GateVerdict v{"max_p99_slowdown", true, ""};
-    std::string failures;
-    double largest = 0;
-    for (const StepMetrics& m : analysis.steps) {
-      std::string failure;
-      if (!m.p99_slowdown) {
-        failure = format("step %d: no iteration to compare with the baseline", m.step);
-      } else if (*m.p99_slowdown > *gates.max_p99_slowdown) {
-        failure = format("step %d p99 iteration time %.1f ms = %.2f x baseline > %.2f", m.step,
-                         m.fault_iteration.p99_ms, *m.p99_slowdown, *gates.max_p99_slowdown);
-      } else {
-        largest = std::max(largest, *m.p99_slowdown);
-      }
-      if (!failure.empty()) {
-        v.passed = false;
-        failures += (failures.empty() ? "" : "; ") + failure;
-      }
-    }
-    if (!v.passed) {
-      v.detail = failures;
-    } else if (analysis.steps.empty()) {
-      v.detail = "no fault steps to measure";
-    } else {
-      v.detail = format("every step's p99 iteration time <= %.2f x baseline (largest %.2f)",
-                        *gates.max_p99_slowdown, largest);
-    }
-    verdicts.push_back(v);
+    const double limit = *gates.max_p99_slowdown;
+    verdicts.push_back(perStepGate(
+        "max_p99_slowdown", analysis,
+        [&](const StepMetrics& m) -> std::string {
+          if (!m.p99_slowdown) {
+            return format("step %d: no iteration to compare with the baseline", m.step);
+          }
+          if (*m.p99_slowdown <= limit) return "";
+          return format("step %d p99 iteration time %.1f ms = %.2f x baseline > %.2f", m.step,
+                        m.fault_iteration.p99_ms, *m.p99_slowdown, limit);
+        },
+        "no fault steps to measure",
+        [&] {
+          const double largest = largestOver(
+              analysis, [](const StepMetrics& m) { return m.p99_slowdown.value_or(0); });
+          return format("every step's p99 iteration time <= %.2f x baseline (largest %.2f)", limit,
+                        largest);
+        }));
   }
 
   if (gates.require_survival) {
-    GateVerdict v{"require_survival", true, ""};
-    std::string failures;
-    for (const StepMetrics& m : analysis.steps) {
-      if (!m.survived) {
-        v.passed = false;
-        failures += (failures.empty() ? "" : "; ") +
-                    format("step %d: a rank did not survive the fault", m.step);
-      }
-    }
-    v.detail = v.passed ? "every rank survived every step" : failures;
-    verdicts.push_back(v);
+    verdicts.push_back(perStepGate(
+        "require_survival", analysis,
+        [](const StepMetrics& m) -> std::string {
+          return m.survived ? "" : format("step %d: a rank did not survive the fault", m.step);
+        },
+        "every rank survived every step", [] { return "every rank survived every step"; }));
   }
 
   return verdicts;
