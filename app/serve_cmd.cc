@@ -4,11 +4,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "agent/local_agent.h"
@@ -20,6 +24,7 @@
 #include "app/lease_heartbeat.h"
 #include "app/local_stack.h"
 #include "app/version.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/run_state.h"
 #include "core/steady_clock.h"
@@ -77,14 +82,43 @@ core::FlagRules serveFlagRules() {
           {"help", "exit-after-demo", "allow-management-interface", "no-auth"}};
 }
 
-// Waits up to timeout_ms for SIGINT/SIGTERM (blocked in every thread); true when one arrived.
-bool waitForSignal(int timeout_ms) {
+// "SIGTERM from pid 1234 (fabric-chaos run ...)": who stopped us, for the log.
+std::string describeStopSignal(const siginfo_t& info) {
+  std::string out = info.si_signo == SIGINT ? "SIGINT" : "SIGTERM";
+  if (info.si_code == SI_USER || info.si_code == SI_QUEUE) {
+    out += " from pid " + std::to_string(info.si_pid);
+    std::ifstream cmdline("/proc/" + std::to_string(info.si_pid) + "/cmdline");
+    std::string command((std::istreambuf_iterator<char>(cmdline)), {});
+    std::replace(command.begin(), command.end(), '\0', ' ');
+    if (!command.empty()) out += " (" + command.substr(0, 200) + ")";
+  } else if (info.si_code == SI_KERNEL) {
+    out += " from the kernel (a terminal's Ctrl-C)";
+  }
+  return out;
+}
+
+// Waits up to timeout_ms (< 0: for ever) for SIGINT/SIGTERM (blocked in every thread); true when
+// one arrived, with who sent it in *why. An interruption by another signal is not a stop.
+bool waitForSignal(int timeout_ms, std::string* why = nullptr) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
-  return sigtimedwait(&set, nullptr, timeout_ms < 0 ? nullptr : &ts) > 0;
+  const int64_t deadline_ns =
+      timeout_ms < 0 ? -1 : core::steadyNowNs() + int64_t{timeout_ms} * 1'000'000;
+  while (true) {
+    siginfo_t info{};
+    int64_t left_ns = deadline_ns < 0 ? -1 : deadline_ns - core::steadyNowNs();
+    if (deadline_ns >= 0 && left_ns < 0) left_ns = 0;
+    timespec ts{static_cast<time_t>(left_ns / 1'000'000'000),
+                static_cast<long>(left_ns % 1'000'000'000)};
+    const int signo = sigtimedwait(&set, &info, left_ns < 0 ? nullptr : &ts);
+    if (signo > 0) {
+      if (why != nullptr) *why = describeStopSignal(info);
+      return true;
+    }
+    if (errno != EINTR || (deadline_ns >= 0 && core::steadyNowNs() >= deadline_ns)) return false;
+  }
 }
 
 std::string fmt(double value, int precision) {
@@ -478,9 +512,12 @@ int serveMain(int argc, char** argv) {
   if (!interrupted && !flags.has("exit-after-demo")) {
     std::cout << "Serving until Ctrl-C" << (lab ? " (which also removes the lab)" : "") << "."
               << std::endl;
-    waitForSignal(-1);
+    std::string why;
+    waitForSignal(-1, &why);
+    std::cout << "\n" << why << ": shutting down" << std::endl;
+  } else {
+    std::cout << "\nshutting down" << std::endl;
   }
-  std::cout << "\nshutting down" << std::endl;
   cleanup();
   return exit_code;
 }
