@@ -86,7 +86,9 @@ Status Engine::abort(int64_t run_id) {
     } else if (locks_.dequeue(run_id)) {
       was_queued = true;
       dirty_ = true;  // its reservations are gone: a run behind it may start
-    } else if (auto slot = running_.find(run_id); slot != running_.end() && !slot->second.done) {
+    } else if (auto slot = running_.find(run_id); slot != running_.end() &&
+                                                    !slot->second.done &&
+                                                    !slot->second.execution->finished()) {
       slot->second.execution->requestAbort(
           "aborted on request (POST /v1/runs/" + std::to_string(run_id) + "/abort)",
           "aborted on request");
@@ -98,10 +100,13 @@ Status Engine::abort(int64_t run_id) {
     return deps_.store->finishRun(run_id, "aborted", std::nullopt, json::object(),
                                   "aborted before it started");
   }
+  // The run decided its final state; the store may not have it yet.
   auto latest = deps_.store->getRun(run_id);
+  const std::string state = latest.isOk() ? latest->state : record->state;
   return Status(StatusCode::kFailedPrecondition,
-                "run " + std::to_string(run_id) + " has already finished (" +
-                    (latest.isOk() ? latest->state : record->state) + ")");
+                "run " + std::to_string(run_id) +
+                    (core::isFinalRunState(state) ? " has already finished (" + state + ")"
+                                                  : " is already ending"));
 }
 
 bool Engine::ownedByRunningRun(int64_t run_id) {

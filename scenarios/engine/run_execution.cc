@@ -46,6 +46,11 @@ void RunExecution::requestAbort(const std::string& detail, const std::string& er
   requestStop({"abort_request", detail, error, now()});
 }
 
+bool RunExecution::finished() {
+  std::lock_guard lock(mu_);
+  return core::isFinal(state_);
+}
+
 LiveStatus RunExecution::live() {
   std::lock_guard lock(mu_);
   LiveStatus s;

@@ -46,6 +46,9 @@ class RunExecution : public agent::WorkloadListener {
   void requestAbort(const std::string& detail, const std::string& error);
 
   LiveStatus live();
+  // True from the moment the final state is decided, before it reaches the store: an abort that
+  // arrives after that has nothing left to stop.
+  bool finished();
   // True when the run holds a fault and its thread has shown no sign of life for stale_ns
   // (app/lease_heartbeat.h).
   bool stalled(int64_t now_ns, int64_t stale_ns) const;
