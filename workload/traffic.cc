@@ -93,6 +93,16 @@ Result<std::vector<int>> parseSourcePorts(const std::string& flag, const std::st
 
 }  // namespace
 
+std::string_view transportName(TrafficTransport transport) {
+  return transport == TrafficTransport::kVerbs ? "verbs" : "tcp";
+}
+
+std::optional<TrafficTransport> parseTransport(std::string_view name) {
+  if (name == "tcp") return TrafficTransport::kTcp;
+  if (name == "verbs") return TrafficTransport::kVerbs;
+  return std::nullopt;
+}
+
 bool trafficWantsHelp(const std::vector<std::string>& args) {
   return std::any_of(args.begin(), args.end(),
                      [](const std::string& a) { return a == "--help" || a == "-h"; });
@@ -105,11 +115,11 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
   rules.boolean = {"help"};
   if (args[0] == "sink") {
     o.role = TrafficRole::kSink;
-    rules.valued = {"listen", "report-ms", "duration-s"};
+    rules.valued = {"listen", "transport", "report-ms", "duration-s"};
   } else if (args[0] == "source") {
     o.role = TrafficRole::kSource;
-    rules.valued = {"connect",   "flows",      "message-bytes",      "rate-mbps",   "dscp",
-                    "report-ms", "duration-s", "congestion-control", "source-ports"};
+    rules.valued = {"connect",   "transport",  "flows", "message-bytes",      "rate-mbps",   "dscp",
+                    "report-ms", "duration-s", "depth", "congestion-control", "source-ports"};
   } else {
     return invalid("unknown role \"" + args[0] + "\": give sink or source");
   }
@@ -123,6 +133,12 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
     if (parsed.name == "listen" || parsed.name == "connect") {
       FC_RETURN_IF_ERROR(parseAddressPort(flag, value, &o.addr, &o.port));
       have_address = true;
+      continue;
+    }
+    if (parsed.name == "transport") {
+      auto transport = parseTransport(value);
+      if (!transport) return invalid(flag + " \"" + value + "\": give tcp or verbs");
+      o.transport = *transport;
       continue;
     }
     if (parsed.name == "congestion-control") {
@@ -156,6 +172,8 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
       min = 0, max = 63;
     } else if (parsed.name == "report-ms") {
       min = 10, max = 10'000;
+    } else if (parsed.name == "depth") {
+      min = 1, max = kMaxVerbsDepth;
     } else {  // duration-s
       min = 1, max = kMaxTrafficDurationS;
     }
@@ -171,6 +189,8 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
       o.dscp = static_cast<int>(*number);
     } else if (parsed.name == "report-ms") {
       o.report_ms = *number;
+    } else if (parsed.name == "depth") {
+      o.depth = static_cast<int>(*number);
     } else {
       o.duration_s = *number;
     }
@@ -179,11 +199,23 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
     return invalid(o.role == TrafficRole::kSink ? "--listen ADDR:PORT is required"
                                                 : "--connect ADDR:PORT is required");
   }
+  auto given = [&](const char* name) {
+    return std::any_of(line->flags.begin(), line->flags.end(),
+                       [&](const core::ParsedFlag& parsed) { return parsed.name == name; });
+  };
+  if (o.transport == TrafficTransport::kVerbs) {
+    for (const char* tcp_only : {"congestion-control", "source-ports"}) {
+      if (given(tcp_only)) {
+        return invalid(std::string("--") + tcp_only +
+                       " is for TCP flows; --transport verbs has no congestion control or "
+                       "source ports to choose");
+      }
+    }
+  } else if (given("depth")) {
+    return invalid("--depth is for --transport verbs (RDMA writes in flight per flow)");
+  }
   if (!o.source_ports.empty()) {
-    const bool flows_given =
-        std::any_of(line->flags.begin(), line->flags.end(),
-                    [](const core::ParsedFlag& parsed) { return parsed.name == "flows"; });
-    if (!flows_given) {
+    if (!given("flows")) {
       o.flows = static_cast<int>(o.source_ports.size());
     } else if (static_cast<size_t>(o.flows) != o.source_ports.size()) {
       return invalid("--source-ports: " + std::to_string(o.source_ports.size()) +
@@ -194,22 +226,30 @@ Result<TrafficOptions> parseTrafficArgs(const std::vector<std::string>& args) {
 }
 
 std::string trafficUsage() {
-  return R"(Usage: fabric-chaos traffic sink   --listen ADDR:PORT [--report-ms 100] [--duration-s S]
-       fabric-chaos traffic source --connect ADDR:PORT [--flows N] [--message-bytes B]
-                                   [--rate-mbps R] [--dscp D] [--congestion-control CC]
-                                   [--source-ports P1,P2,..] [--report-ms 100] [--duration-s S]
+  return R"(Usage: fabric-chaos traffic sink   --listen ADDR:PORT [--transport tcp|verbs]
+                                   [--report-ms 100] [--duration-s S]
+       fabric-chaos traffic source --connect ADDR:PORT [--transport tcp|verbs] [--flows N]
+                                   [--message-bytes B] [--rate-mbps R] [--dscp D]
+                                   [--congestion-control CC] [--source-ports P1,P2,..]
+                                   [--depth N] [--report-ms 100] [--duration-s S]
 
-TCP traffic between namespaces or hosts: the incast and hot-spot faults' aggressor. A sink
-accepts any number of flows and discards what they send; a source keeps N flows to one sink busy,
+Traffic between namespaces or hosts: the incast and hot-spot faults' aggressor. A sink accepts
+any number of flows and discards what they send; a source keeps N flows to one sink busy,
 retrying a refused, unreachable or lost connection every 100 ms until it is stopped.
 
-  --listen ADDR:PORT   sink: where to accept (numeric IPv4 or [IPv6] address, SO_REUSEADDR)
+  --transport T        tcp (default): TCP connections. verbs: one reliable-connected QP per flow
+                       (rdma_cm, on the RDMA device that carries the address), streaming RDMA
+                       WRITE WITH IMMEDIATE messages into a buffer the sink registered, as
+                       ib_write_bw does; both ends must use the same transport
+  --listen ADDR:PORT   sink: where to accept (numeric IPv4 or [IPv6] address; tcp: SO_REUSEADDR)
   --connect ADDR:PORT  source: the sink to send to (numeric address)
-  --flows N            source: parallel TCP connections, 1-64 (default 1)
-  --message-bytes B    source: bytes per write, 1024-16777216 (default 131072)
+  --flows N            source: parallel connections, 1-64 (default 1)
+  --message-bytes B    source: bytes per write (verbs: per RDMA write), 1024-16777216
+                       (default 131072)
   --rate-mbps R        source: total Mbit/s over all flows, 1-400000, paced by a token bucket
                        (default: as fast as TCP goes)
-  --dscp D             source: DSCP 0-63 of every flow (IP_TOS D<<2; ECN left to the kernel)
+  --dscp D             source: DSCP 0-63 of every flow (tcp: IP_TOS D<<2, ECN left to the
+                       kernel; verbs: the RoCEv2 traffic class, RDMA_OPTION_ID_TOS)
   --congestion-control CC
                        source: TCP congestion control of every flow, e.g. cubic or reno, which
                        react to ECN marks (default: the host's, often bbr, which does not); one
@@ -218,6 +258,7 @@ retrying a refused, unreachable or lost connection every 100 ms until it is stop
                        source: flow i sends from local port Pi (one per flow; --flows defaults
                        to their count), which fixes each flow's five-tuple and so the path an
                        ECMP fabric hashes it onto; a port in use is retried like a refusal
+  --depth N            source, verbs only: RDMA writes in flight per flow, 1-128 (default 16)
   --report-ms M        one JSON report line on stdout every M ms, 10-10000 (default 100)
   --duration-s S       stop after S seconds (default: run until SIGTERM or SIGINT)
 
@@ -226,11 +267,12 @@ Reports (one JSON object per line; the first right after listen / at start, the 
   {"role":"sink","t_ms":T,"bytes":B,"mbps":M,"flows":[{"peer":"A:P","bytes":B,"mbps":M,"open":true}]}
   {"role":"source","t_ms":T,"bytes":B,"mbps":M,"connected":C,"reconnects":R,
    "flows":[{"flow":0,"bytes":B,"mbps":M,"connected":true}]}
-bytes are totals since start (a source counts what its sockets accepted), mbps is over the last
-interval, reconnects counts connection retries.
+bytes are totals since start (a TCP source counts what its sockets accepted, a verbs source
+what the sink's NIC acknowledged), mbps is over the last interval, reconnects counts connection
+retries.
 
-Exit status: 0 stopped, 1 the sink cannot listen or the congestion control is missing, 2 bad
-usage.
+Exit status: 0 stopped, 1 the sink cannot listen, the congestion control is missing or (verbs)
+the host has no RDMA device, 2 bad usage.
 )";
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -17,6 +18,11 @@
 namespace fabric_chaos::workload {
 
 enum class TrafficRole { kSink, kSource };
+// tcp: sockets (workload/sys/traffic_sockets.h); verbs: RC QPs streaming RDMA WRITE WITH IMMEDIATE
+// (workload/sys/verbs_traffic.h), over an RDMA device that carries the address.
+enum class TrafficTransport { kTcp, kVerbs };
+std::string_view transportName(TrafficTransport transport);
+std::optional<TrafficTransport> parseTransport(std::string_view name);
 
 inline constexpr int kMaxTrafficFlows = 64;
 inline constexpr int64_t kMinMessageBytes = 1024;
@@ -26,9 +32,12 @@ inline constexpr int64_t kMaxMessageBytes = 16 << 20;
 inline constexpr int64_t kDefaultMessageBytes = 128 << 10;
 inline constexpr int64_t kMaxRateMbps = 400'000;
 inline constexpr int64_t kMaxTrafficDurationS = 7 * 86'400;
+inline constexpr int kDefaultVerbsDepth = 16;
+inline constexpr int kMaxVerbsDepth = 128;
 
 struct TrafficOptions {
   TrafficRole role = TrafficRole::kSink;
+  TrafficTransport transport = TrafficTransport::kTcp;
   std::string addr;  // sink: --listen; source: --connect (numeric IPv4 or IPv6)
   int port = 0;
   int flows = 1;                                 // source only
@@ -41,6 +50,8 @@ struct TrafficOptions {
   // and with it the spine an ECMP switch hashes the flow onto, is chosen (the hot_spot fault
   // picks ports by asking the switch's FIB). Empty: ephemeral ports.
   std::vector<int> source_ports;
+  // Source, verbs only: RDMA writes in flight per flow (perftest's --tx-depth).
+  int depth = kDefaultVerbsDepth;
   int64_t report_ms = 100;
   std::optional<int64_t> duration_s;  // none: until SIGTERM/SIGINT
 };

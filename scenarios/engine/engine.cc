@@ -86,9 +86,8 @@ Status Engine::abort(int64_t run_id) {
     } else if (locks_.dequeue(run_id)) {
       was_queued = true;
       dirty_ = true;  // its reservations are gone: a run behind it may start
-    } else if (auto slot = running_.find(run_id); slot != running_.end() &&
-                                                    !slot->second.done &&
-                                                    !slot->second.execution->finished()) {
+    } else if (auto slot = running_.find(run_id); slot != running_.end() && !slot->second.done &&
+                                                  !slot->second.execution->finished()) {
       slot->second.execution->requestAbort(
           "aborted on request (POST /v1/runs/" + std::to_string(run_id) + "/abort)",
           "aborted on request");

@@ -106,6 +106,46 @@ TEST(TrafficArgsTest, ErrorsNameTheFlag) {
   }
 }
 
+TEST(TrafficArgsTest, TransportVerbsTakesADepthAndRefusesTcpOnlyFlags) {
+  auto parsed = parseTrafficArgs({"source", "--connect", "10.201.0.2:7720", "--transport", "verbs",
+                                  "--depth", "32", "--flows", "4", "--dscp", "26"});
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->transport, TrafficTransport::kVerbs);
+  EXPECT_EQ(parsed->depth, 32);
+  EXPECT_EQ(parsed->flows, 4);
+  EXPECT_EQ(parsed->dscp, 26);
+
+  parsed = parseTrafficArgs({"sink", "--listen", "10.201.0.2:7720", "--transport", "verbs"});
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->transport, TrafficTransport::kVerbs);
+
+  parsed = parseTrafficArgs({"source", "--connect", "10.0.0.1:5"});
+  ASSERT_TRUE(parsed.isOk());
+  EXPECT_EQ(parsed->transport, TrafficTransport::kTcp) << "the default";
+  EXPECT_EQ(parsed->depth, kDefaultVerbsDepth);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--transport", "udp"}, "--transport \"udp\": give tcp or verbs"},
+      {{"--transport", "verbs", "--congestion-control", "cubic"},
+       "--congestion-control is for TCP flows"},
+      {{"--transport", "verbs", "--source-ports", "20001"}, "--source-ports is for TCP flows"},
+      {{"--depth", "8"}, "--depth is for --transport verbs"},
+      {{"--transport", "verbs", "--depth", "0"}, "--depth"},
+      {{"--transport", "verbs", "--depth", "129"}, "--depth"},
+  };
+  for (const auto& [flags, expected] : bad) {
+    std::vector<std::string> args{"source", "--connect", "10.0.0.1:7710"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto refused = parseTrafficArgs(args);
+    ASSERT_FALSE(refused.isOk()) << ::testing::PrintToString(flags);
+    EXPECT_NE(refused.status().message().find(expected), std::string::npos)
+        << ::testing::PrintToString(flags) << " gave: " << refused.status().message();
+  }
+  EXPECT_EQ(transportName(TrafficTransport::kVerbs), "verbs");
+  EXPECT_EQ(parseTransport("tcp"), TrafficTransport::kTcp);
+  EXPECT_FALSE(parseTransport("TCP").has_value());
+}
+
 TEST(TrafficArgsTest, SourcePortsFixEachFlowsPortAndItsCount) {
   auto parsed = parseTrafficArgs(
       {"source", "--connect", "10.0.0.1:7710", "--source-ports", "20001,20007,20012"});

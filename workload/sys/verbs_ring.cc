@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "workload/sys/byte_order.h"
 #include "workload/sys/endpoint.h"
+#include "workload/sys/verbs_cm.h"
 
 namespace fabric_chaos::workload {
 
@@ -138,6 +139,11 @@ const char* reasonForWcStatus(int wc_status) {
 
 namespace {
 
+using verbs::CmEvent;
+using verbs::cmEventText;
+using verbs::nextCmEvent;
+using verbs::setNonBlocking;
+
 constexpr int64_t kNsPerMs = 1'000'000;
 constexpr int64_t kPollSliceMs = 50;
 constexpr int64_t kRetryNs = 50 * kNsPerMs;  // between connection attempts to the next rank
@@ -148,9 +154,6 @@ constexpr size_t kMinSlotBytes = 64;
 constexpr size_t kMaxSlotBytes = size_t{4} << 20;
 constexpr uint32_t kMaxSlots = 256;
 constexpr int64_t kFlushWaitNs = 200 * kNsPerMs;  // for the first flushed completion
-constexpr char kNoDeviceHint[] =
-    " (load an RDMA provider and add a link, e.g. `modprobe rdma_rxe && rdma link add rxe0 type "
-    "rxe netdev eth0`)";
 
 // kProbe: a zero-byte RDMA WRITE (no receive, no rkey needed: IBTA C9-88) sent on an idle link so
 // that a dead peer fails it with IBV_WC_RETRY_EXC_ERR, like a TCP keepalive. A live peer's NIC
@@ -185,53 +188,9 @@ const char* wrKindName(WrKind kind) {
   return "work request";
 }
 
-bool setNonBlocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
-}
-
 int pollTimeoutMs(int64_t now_ns, int64_t until_ns) {
   int64_t ms = (until_ns - now_ns + kNsPerMs - 1) / kNsPerMs;
   return static_cast<int>(std::clamp<int64_t>(ms, 0, kPollSliceMs));
-}
-
-// What we keep of a CM event: it is acknowledged at once, so that ids can be destroyed freely.
-struct CmEvent {
-  rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_RESOLVED;
-  rdma_cm_id* id = nullptr;
-  rdma_cm_id* listen_id = nullptr;
-  int status = 0;
-  std::vector<uint8_t> private_data;
-};
-
-// Reads one event from a non-blocking channel: 1 read, 0 none queued, -errno on failure.
-int nextCmEvent(rdma_event_channel* channel, CmEvent* out) {
-  rdma_cm_event* event = nullptr;
-  if (rdma_get_cm_event(channel, &event) != 0) {
-    const int err = errno;
-    return (err == EAGAIN || err == EWOULDBLOCK) ? 0 : -err;
-  }
-  out->type = event->event;
-  out->id = event->id;
-  out->listen_id = event->listen_id;
-  out->status = event->status;
-  out->private_data.clear();
-  if (event->event != RDMA_CM_EVENT_DISCONNECTED && event->param.conn.private_data != nullptr) {
-    const auto* p = static_cast<const uint8_t*>(event->param.conn.private_data);
-    out->private_data.assign(p, p + event->param.conn.private_data_len);
-  }
-  rdma_ack_cm_event(event);
-  return 1;
-}
-
-std::string cmEventText(const CmEvent& e) {
-  std::string text = rdma_event_str(e.type);
-  if (e.status != 0) {
-    text += " (status " + std::to_string(e.status);
-    if (e.status < 0) text += std::string(": ") + std::strerror(-e.status);
-    text += ")";
-  }
-  return text;
 }
 
 std::string wcText(const ibv_wc& wc) {
@@ -441,38 +400,11 @@ Result<std::unique_ptr<VerbsRing>> VerbsRing::listen(const VerbsRingOptions& opt
   auto local = resolveNumeric(options.listen_addr, options.listen_port);
   if (!local.isOk()) return local.status().withContext("--listen");
 
-  // Fail fast and say why when there is nothing to run on; otherwise librdmacm reports ENODEV
-  // from whichever call comes first.
-  errno = 0;
-  int count = 0;
-  ibv_device** devices = ibv_get_device_list(&count);
-  if (devices == nullptr) {
-    const int err = errno != 0 ? errno : ENODEV;
-    return Status(
-        StatusCode::kNotFound,
-        std::string("no RDMA device: ibv_get_device_list: ") + std::strerror(err) + kNoDeviceHint,
-        err);
-  }
-  ibv_free_device_list(devices);
-  if (count == 0) {
-    return Status(StatusCode::kNotFound,
-                  std::string("no RDMA device: ibv_get_device_list found none") + kNoDeviceHint,
-                  ENODEV);
-  }
-
+  FC_RETURN_IF_ERROR(verbs::checkRdmaDevicePresent());
   std::unique_ptr<VerbsRing> ring(new VerbsRing(options));
-  ring->channel_ = rdma_create_event_channel();
-  if (ring->channel_ == nullptr) {
-    const int err = errno;
-    if (err == ENODEV || err == ENOENT) {
-      return Status(StatusCode::kNotFound,
-                    std::string("no RDMA device: rdma_create_event_channel: ") +
-                        std::strerror(err) + kNoDeviceHint,
-                    err);
-    }
-    return core::errnoStatus(err, "rdma_create_event_channel");
-  }
-  if (!setNonBlocking(ring->channel_->fd)) return core::errnoStatus(errno, "fcntl rdma_cm channel");
+  auto channel = verbs::createEventChannel();
+  if (!channel.isOk()) return channel.status();
+  ring->channel_ = *channel;
   FC_RETURN_IF_ERROR(ring->listenOnce());
   return ring;
 }
@@ -481,32 +413,10 @@ Status VerbsRing::listenOnce() {
   // After a device removal the listener is re-created on the port it had, so that the previous
   // rank finds it where it was.
   const int port = listen_port_ != 0 ? listen_port_ : options_.listen_port;
-  auto local = resolveNumeric(options_.listen_addr, port);
-  if (!local.isOk()) return local.status();
-  const std::string where = hostPort(options_.listen_addr, port);
-  rdma_cm_id* id = nullptr;
-  if (rdma_create_id(channel_, &id, nullptr, RDMA_PS_TCP) != 0) {
-    return core::errnoStatus(errno, "rdma_create_id");
-  }
-  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local->addr)) != 0) {
-    const int err = errno;
-    rdma_destroy_id(id);
-    if (err == ENODEV || err == EADDRNOTAVAIL) {
-      return Status(StatusCode::kNotFound,
-                    "no RDMA device: no RDMA device carries " + options_.listen_addr +
-                        " (rdma_bind_addr " + where + ": " + std::strerror(err) + ")" +
-                        kNoDeviceHint,
-                    err);
-    }
-    return core::errnoStatus(err, "rdma_bind_addr " + where);
-  }
-  if (rdma_listen(id, static_cast<int>(kMaxPending)) != 0) {
-    const int err = errno;
-    rdma_destroy_id(id);
-    return core::errnoStatus(err, "rdma_listen " + where);
-  }
-  listen_id_ = id;
-  listen_port_ = ntohs(rdma_get_src_port(id));
+  auto id = verbs::listenOn(channel_, options_.listen_addr, port, static_cast<int>(kMaxPending));
+  if (!id.isOk()) return id.status();
+  listen_id_ = *id;
+  listen_port_ = ntohs(rdma_get_src_port(listen_id_));
   return Status::ok();
 }
 
