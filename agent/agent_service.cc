@@ -327,12 +327,11 @@ Status checkTargetAllowed(const injectors::Target& target, const std::vector<std
                           const std::vector<std::string>& management, bool empty_allows_any,
                           std::string_view remedy) {
   if (const auto* traffic = std::get_if<injectors::TrafficSetTarget>(&target)) {
-    // Traffic flows between interfaces: every endpoint must be one the agent may touch.
-    for (const auto* side : {&traffic->sources, &traffic->sinks}) {
-      for (const injectors::InterfaceTarget& endpoint : *side) {
-        FC_RETURN_IF_ERROR(
-            checkTargetAllowed(endpoint, allowed, management, empty_allows_any, remedy));
-      }
+    // Traffic flows between interfaces: every endpoint this agent touches must be one it may
+    // (a sources part's sink is another host's).
+    for (const injectors::InterfaceTarget& endpoint : injectors::localEndpoints(*traffic)) {
+      FC_RETURN_IF_ERROR(
+          checkTargetAllowed(endpoint, allowed, management, empty_allows_any, remedy));
     }
     return Status::ok();
   }

@@ -40,8 +40,8 @@ struct Endpoint {
   const Link* link = nullptr;
 };
 
-// Named hosts as traffic endpoints: each must exist, have a link (the one `pick` returns), not
-// be the sink and share the sink's agent. `path` names the list in messages ("sources").
+// Named hosts as traffic endpoints: each must exist, have a link (the one `pick` returns) and not
+// be the sink. `path` names the list in messages ("sources").
 core::Result<std::vector<Endpoint>> namedSenders(
     const std::vector<std::string>& names, const Fabric& fabric, const Host& sink,
     const std::string& kind, const std::function<const Link*(const Host&)>& pick,
@@ -61,28 +61,89 @@ core::Result<std::vector<Endpoint>> namedSenders(
     if (link == nullptr) {
       return unprocessable(path + ": host " + names[i] + " has no link " + where);
     }
-    if (host->agent != sink.agent) {
-      return unprocessable(path + ": host " + names[i] + " is reached through agent " +
-                           host->agent + " and the sink " + sink.name + " through " + sink.agent +
-                           "; the hosts of a traffic set must share one agent");
-    }
     out.push_back({host, link});
   }
   return out;
 }
 
-ResolvedTarget trafficSet(const Endpoint& sink, const std::vector<Endpoint>& sources) {
+bool sharesTheSinksAgent(const Endpoint& sink, const std::vector<Endpoint>& sources) {
+  return std::all_of(sources.begin(), sources.end(), [&](const Endpoint& source) {
+    return source.host->agent == sink.host->agent;
+  });
+}
+
+// One traffic set, acted on by the hosts' agent (side host: the sink's agent routes it).
+ResolvedTarget wholeTrafficSet(const Endpoint& sink, const std::vector<Endpoint>& sources) {
   injectors::TrafficSetTarget set;
   set.sinks.push_back(nicOf(*sink.host, *sink.link));
   ResolvedTarget resolved;
   resolved.host = sink.host->name;
   resolved.link_id = sink.link->id;
+  resolved.side = LinkSide::kHost;
   for (const Endpoint& source : sources) {
     set.sources.push_back(nicOf(*source.host, *source.link));
     resolved.other_hosts.push_back(source.host->name);
   }
   resolved.target = std::move(set);
   return resolved;
+}
+
+// The set as its agents act on it: whole when one agent reaches every endpoint; otherwise a sink
+// part for the sink's agent and a sources part for each other agent (its sources in the order
+// named), which sends to the address the fabric gives the sink's NIC.
+core::Result<std::vector<ResolvedTarget>> trafficSetParts(const Endpoint& sink,
+                                                          const std::vector<Endpoint>& sources) {
+  if (sharesTheSinksAgent(sink, sources)) {
+    return std::vector<ResolvedTarget>{wholeTrafficSet(sink, sources)};
+  }
+  std::string sink_address;
+  for (const Nic& nic : sink.host->nics) {
+    if (nic.name == sink.link->nic) sink_address = nic.address;
+  }
+  if (sink_address.empty()) {
+    return unprocessable("host " + sink.host->name + "'s NIC " + sink.link->nic +
+                         " has no address in the fabric description; the sources behind other "
+                         "agents need it to reach the sink");
+  }
+  const injectors::InterfaceTarget sink_nic = nicOf(*sink.host, *sink.link);
+  std::vector<ResolvedTarget> parts;
+  ResolvedTarget sink_part;
+  sink_part.host = sink.host->name;
+  sink_part.link_id = sink.link->id;
+  sink_part.side = LinkSide::kHost;
+  injectors::TrafficSetTarget sink_set;
+  sink_set.sinks.push_back(sink_nic);
+  sink_set.part = injectors::TrafficPart::kSink;
+  sink_part.target = std::move(sink_set);
+  parts.push_back(std::move(sink_part));
+
+  std::vector<std::string> agents;  // in the order their first source is named
+  for (const Endpoint& source : sources) {
+    if (std::find(agents.begin(), agents.end(), source.host->agent) == agents.end()) {
+      agents.push_back(source.host->agent);
+    }
+  }
+  for (const std::string& agent : agents) {
+    ResolvedTarget part;
+    part.side = LinkSide::kHost;
+    injectors::TrafficSetTarget set;
+    set.sinks.push_back(sink_nic);
+    set.part = injectors::TrafficPart::kSources;
+    set.sink_address = sink_address;
+    for (const Endpoint& source : sources) {
+      if (source.host->agent != agent) continue;
+      if (part.host.empty()) {
+        part.host = source.host->name;
+        part.link_id = source.link->id;
+      } else {
+        part.other_hosts.push_back(source.host->name);
+      }
+      set.sources.push_back(nicOf(*source.host, *source.link));
+    }
+    part.target = std::move(set);
+    parts.push_back(std::move(part));
+  }
+  return parts;
 }
 
 // The selector's links with the traffic-only fields cleared (they say nothing about links).
@@ -142,7 +203,7 @@ core::Result<std::vector<ResolvedTarget>> resolveSinkSelector(
       names, fabric, *sink, step.kind,
       [&](const Host& host) { return firstLinkOf(fabric, host.name); }, "in fabric " + fabric.name);
   if (!sources.isOk()) return sources.status();
-  return std::vector<ResolvedTarget>{trafficSet({sink, sink_link}, *sources)};
+  return trafficSetParts({sink, sink_link}, *sources);
 }
 
 // The first host cabled to switch `on` (want_on) or not cabled to it (!want_on), other than
@@ -244,8 +305,21 @@ core::Result<std::vector<ResolvedTarget>> resolveSteeredHotSpot(
                               upwards ? "on " + leaf_name : "off " + leaf_name);
   if (!sources.isOk()) return sources.status();
 
+  if (step.params.value("transport", "tcp") == "verbs") {
+    return unprocessable(
+        "params.transport: hot_spot pins flows to an uplink by choosing their "
+        "TCP source ports; a RoCE flow's UDP source port is its NIC's choice, "
+        "so verbs elephants go through a host's port only");
+  }
+  const Endpoint sink_endpoint{sink, sink_link};
+  if (!sharesTheSinksAgent(sink_endpoint, *sources)) {
+    return unprocessable(what +
+                         ": the sink and the sources sit behind different agents; a hot "
+                         "spot pinned to an uplink is steered by one agent, which must reach "
+                         "them all");
+  }
   // One path per selected uplink; one steer per source, at the leaf its flows enter the fabric.
-  ResolvedTarget resolved = trafficSet({sink, sink_link}, *sources);
+  ResolvedTarget resolved = wholeTrafficSet(sink_endpoint, *sources);
   auto& set = std::get<injectors::TrafficSetTarget>(resolved.target);
   for (const SwitchLink* uplink : uplinks) {
     const std::string spine = uplink->peer_switch;

@@ -1,8 +1,10 @@
 #pragma once
 // A step's targets, resolved by what its kind acts on (the kind's declared TargetType):
 // - interface kinds: resolveTargets (scenarios/topology.h), one target per link selected;
-// - traffic kinds: one traffic set. Every endpoint must be reachable by one agent: a traffic fault
-//   is applied by the sink's agent.
+// - traffic kinds: one traffic set, applied by the hosts' agent (side host). When its endpoints
+//   sit behind different agents it is cut into parts (injectors::TrafficPart): the sink alone for
+//   the sink's agent, and the sources each other agent reaches, which send to the sink NIC's
+//   address from the fabric description.
 //   - incast, and hot_spot on a host link: the selector names the sink, which must come to one
 //     host link; `sources` names the senders, each through its first link (absent: incast every
 //     other host, hot_spot one host behind another switch when there is one). `side` does not
@@ -27,7 +29,8 @@ namespace fabric_chaos::scenarios {
 // kInvalidArgument for `sources` or `sink` on a kind that takes none; kUnprocessable naming the
 // selector or the field for what the fabric cannot satisfy (an unknown host, a sink that is also
 // a source, an incast sink that is a link between switches, uplinks of several leaves, a source
-// or sink on the wrong side of the uplink, endpoints behind different agents).
+// or sink on the wrong side of the uplink, a sink NIC without an address when parts need it, a
+// pinned hot spot whose endpoints sit behind different agents or that asks for verbs).
 core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
                                                              const Fabric& fabric);
 

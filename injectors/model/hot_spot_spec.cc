@@ -6,18 +6,13 @@ namespace fabric_chaos::injectors {
 
 const KindSpec& hotSpotSpec() {
   static const KindSpec spec = [] {
-    KindSpec s;
-    s.kind = "hot_spot";
-    s.summary =
-        "Elephant TCP flows pinned through one switch port or spine uplink for the step's window, "
+    KindSpec s = trafficKindSpec(
+        "hot_spot",
+        "Elephant flows pinned through one switch port or spine uplink for the step's window, "
         "sharing it with the training traffic: on a leaf-spine fabric, source ports are chosen "
-        "so that ECMP hashes every flow onto the chosen uplink (the classic ECMP collision).";
-    s.target = TargetType::kTrafficSet;
-    s.resource = "traffic";
-    s.composition = Composition::kExclusive;
-    s.lifecycle = Lifecycle::kLongRunning;
-    s.phases = {PhaseShape::kOneWindow, "", "", ""};
+        "so that ECMP hashes every flow onto the chosen uplink (the classic ECMP collision).");
     s.params = {
+        transportParam(),
         {"flows",
          ParamType::kInteger,
          "flows",
@@ -27,11 +22,11 @@ const KindSpec& hotSpotSpec() {
          {},
          false,
          4,
-         "elephant flows (TCP connections) each source opens to the sink"},
+         "elephant flows (TCP connections, or QPs with verbs) each source opens to the sink"},
         messageBytesParam(),
         rateMbpsParam(
-            "offered load per source, shared by its flows; absent: as fast as TCP goes (an "
-            "elephant)"),
+            "offered load per source, shared by its flows; absent: as fast as the transport goes "
+            "(an elephant)"),
         dscpParam(
             "DSCP of the elephants: the training traffic's class (a modelled port then queues "
             "them together) or another one"),

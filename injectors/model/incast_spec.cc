@@ -6,17 +6,13 @@ namespace fabric_chaos::injectors {
 
 const KindSpec& incastSpec() {
   static const KindSpec spec = [] {
-    KindSpec s;
-    s.kind = "incast";
-    s.summary =
-        "Source hosts send TCP traffic to one sink host for the step's window: many-to-one "
-        "congestion at the sink's switch port, the hot spot a collective or a storage burst makes.";
-    s.target = TargetType::kTrafficSet;
-    s.resource = "traffic";
-    s.composition = Composition::kExclusive;
-    s.lifecycle = Lifecycle::kLongRunning;
-    s.phases = {PhaseShape::kOneWindow, "", "", ""};
+    KindSpec s = trafficKindSpec(
+        "incast",
+        "Source hosts send TCP or RDMA (verbs) traffic to one sink host for the step's window: "
+        "many-to-one congestion at the sink's switch port, the hot spot a collective or a storage "
+        "burst makes.");
     s.params = {
+        transportParam(),
         {"flows_per_source",
          ParamType::kInteger,
          "flows",
@@ -26,9 +22,10 @@ const KindSpec& incastSpec() {
          {},
          false,
          1,
-         "TCP connections each source opens to the sink"},
+         "connections (TCP) or QPs (verbs) each source opens to the sink"},
         messageBytesParam(),
-        rateMbpsParam("offered load per source, shared by its flows; absent: as fast as TCP goes"),
+        rateMbpsParam(
+            "offered load per source, shared by its flows; absent: as fast as the transport goes"),
         dscpParam(
             "DSCP of the incast traffic: the training traffic's class (on a modelled lab port, a "
             "lossless DSCP such as 26 shares the RDMA class's queue) or another one"),

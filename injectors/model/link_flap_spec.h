@@ -1,5 +1,6 @@
 #pragma once
-// link_flap's declaration (injectors/model/kind_spec.h): its parameters and its repeated down/up phases.
+// link_flap's declaration (injectors/model/kind_spec.h): its parameters and its repeated down/up
+// phases.
 
 #include "injectors/model/kind_spec.h"
 

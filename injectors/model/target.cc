@@ -172,11 +172,13 @@ core::Result<Target> processFromJson(const json& doc, const std::string& path) {
 }
 
 core::Status endpointsFromJson(const json& doc, const std::string& path, const char* name,
-                               std::vector<InterfaceTarget>& out) {
+                               std::vector<InterfaceTarget>& out, bool may_be_empty = false) {
   const std::string field = path + "." + name;
   auto it = doc.find(name);
   if (it == doc.end()) return malformed(field, "required");
-  if (!it->is_array() || it->empty()) return malformed(field, "must be a non-empty array");
+  if (!it->is_array() || (it->empty() && !may_be_empty)) {
+    return malformed(field, "must be a non-empty array");
+  }
   for (size_t i = 0; i < it->size(); ++i) {
     auto endpoint = interfaceFromJson((*it)[i], field + "[" + std::to_string(i) + "]");
     if (!endpoint.isOk()) return endpoint.status();
@@ -227,11 +229,31 @@ core::Status pathsFromJson(const json& doc, const std::string& path, size_t sour
 }
 
 core::Result<Target> trafficSetFromJson(const json& doc, const std::string& path) {
-  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "sources", "sinks", "paths"}));
+  FC_RETURN_IF_ERROR(
+      onlyFields(doc, path, {"type", "sources", "sinks", "paths", "part", "sink_address"}));
   TrafficSetTarget target;
-  FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sources", target.sources));
+  if (auto it = doc.find("part"); it != doc.end()) {
+    const std::string name = it->is_string() ? it->get<std::string>() : "";
+    if (name == "sink") {
+      target.part = TrafficPart::kSink;
+    } else if (name == "sources") {
+      target.part = TrafficPart::kSources;
+    } else {
+      return malformed(path + ".part", "must be \"sink\" or \"sources\"");
+    }
+  }
+  // A sink part runs the sink alone: its sources are other parts'.
+  FC_RETURN_IF_ERROR(
+      endpointsFromJson(doc, path, "sources", target.sources, target.part == TrafficPart::kSink));
   FC_RETURN_IF_ERROR(endpointsFromJson(doc, path, "sinks", target.sinks));
   FC_RETURN_IF_ERROR(pathsFromJson(doc, path, target.sources.size(), target.paths));
+  FC_RETURN_IF_ERROR(readString(doc, path, "sink_address", false, target.sink_address));
+  if (target.part == TrafficPart::kSources && target.sink_address.empty()) {
+    return malformed(path + ".sink_address", "required on a sources part");
+  }
+  if (target.part != TrafficPart::kSources && !target.sink_address.empty()) {
+    return malformed(path + ".sink_address", "only a sources part carries the sink's address");
+  }
   return Target(std::move(target));
 }
 
@@ -300,6 +322,8 @@ json toJson(const Target& target) {
             for (const InterfaceTarget& s : t.sources) sources.push_back(interfaceJson(s));
             for (const InterfaceTarget& s : t.sinks) sinks.push_back(interfaceJson(s));
             json doc{{"sources", std::move(sources)}, {"sinks", std::move(sinks)}};
+            if (t.part != TrafficPart::kWhole) doc["part"] = std::string(trafficPartName(t.part));
+            if (!t.sink_address.empty()) doc["sink_address"] = t.sink_address;
             if (!t.paths.empty()) {
               json paths = json::array();
               for (const TrafficPath& p : t.paths) {
@@ -371,8 +395,14 @@ std::string describe(const Target& target) {
                                        : "workload rank " + std::to_string(t.rank.value_or(0));
                         },
                         [](const TrafficSetTarget& t) {
-                          std::string out = "traffic from " + joinedInterfaces(t.sources) + " to " +
-                                            joinedInterfaces(t.sinks);
+                          if (t.part == TrafficPart::kSink) {
+                            return "traffic sink " + joinedInterfaces(t.sinks);
+                          }
+                          std::string out =
+                              "traffic from " + joinedInterfaces(t.sources) + " to " +
+                              (t.part == TrafficPart::kSources
+                                   ? t.sink_address + " (" + joinedInterfaces(t.sinks) + ")"
+                                   : joinedInterfaces(t.sinks));
                           for (size_t i = 0; i < t.paths.size(); ++i) {
                             out += (i == 0 ? " via " : " or ") + describe(Target(t.paths[i].port));
                           }
@@ -402,18 +432,42 @@ std::vector<std::string> lockKeys(const Target& target) {
           [](const TrafficSetTarget& t) {
             // An interface that is both a source and a sink is held once.
             std::vector<std::string> keys;
-            for (const auto* side : {&t.sources, &t.sinks}) {
-              for (const InterfaceTarget& endpoint : *side) {
-                std::string key = interfaceKey(endpoint);
-                if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-                  keys.push_back(std::move(key));
-                }
+            for (const InterfaceTarget& endpoint : localEndpoints(t)) {
+              std::string key = interfaceKey(endpoint);
+              if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+                keys.push_back(std::move(key));
               }
             }
             return keys;
           },
       },
       target);
+}
+
+std::string_view trafficPartName(TrafficPart part) {
+  switch (part) {
+    case TrafficPart::kWhole:
+      return "whole";
+    case TrafficPart::kSink:
+      return "sink";
+    case TrafficPart::kSources:
+      return "sources";
+  }
+  return "whole";
+}
+
+std::vector<InterfaceTarget> localEndpoints(const TrafficSetTarget& set) {
+  switch (set.part) {
+    case TrafficPart::kSink:
+      return set.sinks;
+    case TrafficPart::kSources:
+      return set.sources;
+    case TrafficPart::kWhole:
+      break;
+  }
+  std::vector<InterfaceTarget> out = set.sources;
+  out.insert(out.end(), set.sinks.begin(), set.sinks.end());
+  return out;
 }
 
 const InterfaceTarget* interfaceOf(const Target& target) {

@@ -62,15 +62,29 @@ struct TrafficPath {
   bool operator==(const TrafficPath&) const = default;
 };
 
+// Which generators of a traffic set one agent runs. kWhole: one agent reaches every endpoint
+// (the namespace lab). When the endpoints sit behind different agents (a VM lab, real hosts),
+// the set is cut into parts, one per agent: the sink's agent runs kSink, and each other agent
+// runs kSources for the sources it reaches, sending to `sink_address`, which it cannot read.
+enum class TrafficPart { kWhole, kSink, kSources };
+std::string_view trafficPartName(TrafficPart part);  // "whole", "sink", "sources"
+
 // The endpoints of multi-host traffic (incast, hot spots): each side is a list of interfaces.
 // `paths`: the ways the traffic may be pinned to (hot_spot on a switch link; the injector uses
-// one of them); empty: the fabric routes it as it likes.
+// one of them); empty: the fabric routes it as it likes. A kSink part has no sources; a kSources
+// part names the sink it sends to and carries its address.
 struct TrafficSetTarget {
   std::vector<InterfaceTarget> sources;
   std::vector<InterfaceTarget> sinks;
   std::vector<TrafficPath> paths = {};
+  TrafficPart part = TrafficPart::kWhole;
+  std::string sink_address = "";  // numeric; kSources only
   bool operator==(const TrafficSetTarget&) const = default;
 };
+
+// The endpoints the acting agent itself touches: every one of a whole set, the sink of a kSink
+// part, the sources of a kSources part (its sink is another host's).
+std::vector<InterfaceTarget> localEndpoints(const TrafficSetTarget& set);
 
 using Target = std::variant<InterfaceTarget, RdmaPortTarget, SubnetManagerTarget, ProcessTarget,
                             TrafficSetTarget>;
@@ -86,7 +100,8 @@ std::optional<TargetType> parseTargetType(std::string_view name);
 // "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": ..},
 // {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..],
 // "paths"?: [{"port": {..}, "steers": [{"netns", "ingress", "egress"}]}]} (endpoints as
-// {"netns", "ifname"}; paths only when there are some, each with one steer per source).
+// {"netns", "ifname"}; paths only when there are some, each with one steer per source; "part"
+// ("sink" | "sources") and "sink_address" only on a part).
 nlohmann::json toJson(const Target& target);
 // Strict: unknown fields are refused. A target without "type" is an interface, the only form the
 // previous version wrote, so its journals stay revertible after an upgrade. Errors are
@@ -95,12 +110,13 @@ core::Result<Target> targetFromJson(const nlohmann::json& doc, const std::string
 
 // For messages: "fcl-sw0/p1", "eth0", "RDMA port rxe0:1 (gid 0)", "subnet manager 0x..",
 // "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0" (with paths:
-// "... via fcl-l0/up1" or "... via fcl-l0/up0 or fcl-l0/up1").
+// "... via fcl-l0/up1" or "... via fcl-l0/up0 or fcl-l0/up1"; parts: "traffic sink eth0" and
+// "traffic from eth0 to 10.201.0.2 (eth0)").
 std::string describe(const Target& target);
 
 // What the target occupies, for target locks and composition: "if/<netns>/<ifname>",
 // "rdma/<device>/<port>", "sm/guid/<guid>" or "sm/node/<node>", "process/pid/<pid>" or
-// "process/rank/<rank>"; a traffic set occupies each of its endpoint interfaces (listed once).
+// "process/rank/<rank>"; a traffic set occupies each of its local endpoints (listed once).
 std::vector<std::string> lockKeys(const Target& target);
 
 // The interface, when the target is one; nullptr otherwise.

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "injectors/model/hot_spot_spec.h"
+#include "injectors/model/traffic_params.h"
 #include "injectors/sys/emitters.h"
 #include "injectors/sys/forwarding.h"
 #include "injectors/sys/links.h"
@@ -21,19 +22,6 @@ Status noSupport() {
   return Status(StatusCode::kNotSupported,
                 "hot_spot needs the emitters, the switches' forwarding lookup and this program's "
                 "path");
-}
-
-TrafficGenerator sinkGenerator(const InterfaceTarget& sink) {
-  return {HotSpot::sinkKey(sink), {}, sink.netns, endpointName(sink)};
-}
-
-std::vector<TrafficGenerator> sourceGenerators(const TrafficSetTarget& set) {
-  std::vector<TrafficGenerator> out;
-  for (const InterfaceTarget& source : set.sources) {
-    out.push_back(
-        {HotSpot::sourceKey(source, set.sinks[0]), {}, source.netns, endpointName(source)});
-  }
-  return out;
 }
 
 }  // namespace
@@ -63,29 +51,23 @@ KindInfo HotSpot::info() const {
   return info;
 }
 
-Status HotSpot::validate(const json& params) const { return checkParams(spec(), params); }
-
-std::string HotSpot::sinkKey(const InterfaceTarget& sink) {
-  return std::string(kKind) + " sink " + endpointName(sink);
-}
-
-std::string HotSpot::sourceKey(const InterfaceTarget& source, const InterfaceTarget& sink) {
-  return std::string(kKind) + " source " + endpointName(source) + " to " + endpointName(sink);
-}
+Status HotSpot::validate(const json& params) const { return checkTrafficParams(spec(), params); }
 
 core::Result<json> HotSpot::capture(const Fault& fault) {
   auto target = checkTrafficSet(kKind, fault.target);
   if (!target.isOk()) return target.status();
   if (!info().available) return noSupport();
-  for (const InterfaceTarget& source : target->sources) {
-    auto address = ipv4AddressOf(*links_, source, "source");
-    if (!address.isOk()) return address.status().withContext("hot_spot capture");
+  if (target->part != TrafficPart::kSink) {
+    for (const InterfaceTarget& source : target->sources) {
+      auto address = ipv4AddressOf(*links_, source, "source");
+      if (!address.isOk()) return address.status().withContext("hot_spot capture");
+    }
   }
   for (const TrafficPath& path : target->paths) {
     auto link = links_->getLink(path.port.netns, path.port.ifname);
     if (!link.isOk()) return link.status().withContext("hot_spot capture");
   }
-  auto address = ipv4AddressOf(*links_, target->sinks[0], "sink");
+  auto address = sinkAddressOf(*links_, *target);
   if (!address.isOk()) return address.status().withContext("hot_spot capture");
   return json{{"sink_address", *address}};
 }
@@ -161,17 +143,20 @@ Status HotSpot::apply(const Fault& fault) {
   if (!info().available) return noSupport();
   FC_RETURN_IF_ERROR(validate(fault.params));
   const json params = withDefaults(spec(), fault.params);
-  const InterfaceTarget& sink = target->sinks[0];
-  auto sink_address = ipv4AddressOf(*links_, sink, "sink");
+  if (!target->paths.empty() && params["transport"] == "verbs") {
+    return Status(StatusCode::kFailedPrecondition,
+                  "hot_spot pins flows to an uplink by their TCP source ports; a RoCE flow's UDP "
+                  "source port is its NIC's choice");
+  }
+  auto sink_address = sinkAddressOf(*links_, *target);
   if (!sink_address.isOk()) return sink_address.status().withContext("hot_spot apply");
 
-  std::vector<TrafficGenerator> sources = sourceGenerators(*target);
-  const int port = params["port"].get<int>();
+  TrafficGeneratorSet generators = trafficGenerators(kKind, *target);
+  const int flows = params["flows"].get<int>();
   json record = json::object();
   if (target->paths.empty()) {
-    for (TrafficGenerator& source : sources) {
-      source.argv =
-          trafficSourceArgv(self_exe_, *sink_address, port, params["flows"].get<int>(), params);
+    for (TrafficGenerator& source : generators.sources) {
+      source.argv = trafficSourceArgv(self_exe_, *sink_address, flows, params);
     }
   } else {
     auto chosen = choosePath(*target, params, record);
@@ -179,27 +164,26 @@ Status HotSpot::apply(const Fault& fault) {
     const TrafficPath& path = target->paths[*chosen];
     record["port"] = endpointName(path.port);
     json steered = json::array();
-    for (size_t i = 0; i < sources.size(); ++i) {
+    for (size_t i = 0; i < generators.sources.size(); ++i) {
       auto source_address = ipv4AddressOf(*links_, target->sources[i], "source");
       if (!source_address.isOk()) return source_address.status().withContext("hot_spot apply");
       const EcmpSteer& steer = path.steers[i];
       auto ports = steeredPorts(steer, *source_address, *sink_address, params);
       if (!ports.isOk()) return ports.status();
-      sources[i].argv = trafficSourceArgv(self_exe_, *sink_address, port,
-                                          params["flows"].get<int>(), params, *ports);
-      steered.push_back({{"endpoint", sources[i].endpoint},
+      generators.sources[i].argv =
+          trafficSourceArgv(self_exe_, *sink_address, flows, params, *ports);
+      steered.push_back({{"endpoint", generators.sources[i].endpoint},
                          {"switch", steer.netns},
                          {"egress", steer.egress},
                          {"source_ports", *ports}});
     }
     record["sources"] = std::move(steered);
   }
-  TrafficGenerator sink_generator = sinkGenerator(sink);
-  sink_generator.argv = trafficSinkArgv(self_exe_, *sink_address, port);
-  FC_RETURN_IF_ERROR(TrafficGenerators(emitters_).start(sink_generator, sources, kKind));
+  if (generators.sink) generators.sink->argv = trafficSinkArgv(self_exe_, *sink_address, params);
+  FC_RETURN_IF_ERROR(TrafficGenerators(emitters_).start(generators, kKind));
   if (!target->paths.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    paths_[sink_generator.key] = std::move(record);
+    paths_[pathKey(*target)] = std::move(record);
   }
   return Status::ok();
 }
@@ -208,14 +192,9 @@ Status HotSpot::revert(const Fault& fault, const json& /*prior*/) {
   auto target = checkTrafficSet(kKind, fault.target);
   if (!target.isOk()) return target.status();
   if (emitters_ == nullptr) return noSupport();
-  std::vector<std::string> source_keys;
-  for (const TrafficGenerator& source : sourceGenerators(*target)) {
-    source_keys.push_back(source.key);
-  }
-  const std::string sink_key = sinkKey(target->sinks[0]);
-  Status stopped = TrafficGenerators(emitters_).stop(sink_key, source_keys, kKind);
+  Status stopped = TrafficGenerators(emitters_).stop(trafficGenerators(kKind, *target), kKind);
   std::lock_guard<std::mutex> lock(mu_);
-  paths_.erase(sink_key);
+  paths_.erase(pathKey(*target));
   return stopped;
 }
 
@@ -223,12 +202,13 @@ core::Result<json> HotSpot::observe(const Fault& fault) {
   auto target = checkTrafficSet(kKind, fault.target);
   if (!target.isOk()) return target.status();
   if (emitters_ == nullptr) return noSupport();
-  const TrafficGenerator sink = sinkGenerator(target->sinks[0]);
-  auto observed = TrafficGenerators(emitters_).observe(sink, sourceGenerators(*target), kKind);
+  auto observed = TrafficGenerators(emitters_).observe(trafficGenerators(kKind, *target), kKind);
   if (!observed.isOk()) return observed;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = paths_.find(sink.key); it != paths_.end()) (*observed)["path"] = it->second;
+  if (auto it = paths_.find(pathKey(*target)); it != paths_.end()) (*observed)["path"] = it->second;
   return observed;
 }
+
+std::string HotSpot::pathKey(const TrafficSetTarget& set) { return endpointName(set.sinks[0]); }
 
 }  // namespace fabric_chaos::injectors

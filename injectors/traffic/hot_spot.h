@@ -6,8 +6,10 @@
 // its own FIB (sys::Forwarding), which source ports it hashes onto that path's uplink, and starts
 // the generators (injectors/traffic/traffic_generators.h) with exactly those ports: an ECMP
 // collision made on purpose. Without paths the flows take whatever route the fabric gives them
-// (a hot spot at the victim's own port). revert stops the generators; observe adds the path
-// chosen and the ports to the generators' health and goodput.
+// (a hot spot at the victim's own port), over TCP or RC QPs (params.transport; pinning to a path
+// needs TCP, whose source ports we choose). A set cut into parts across agents has no paths; each
+// agent runs its part. revert stops the generators; observe adds the path chosen and the ports to
+// the generators' health and goodput.
 
 #include <functional>
 #include <map>
@@ -51,10 +53,9 @@ class HotSpot : public Injector {
   // "egress", "source_ports"}]} when this agent applied it.
   core::Result<json> observe(const Fault& fault) override;
 
-  static std::string sinkKey(const InterfaceTarget& sink);
-  static std::string sourceKey(const InterfaceTarget& source, const InterfaceTarget& sink);
-
  private:
+  // Where apply keeps the path it chose, for observe: the sink's generator key is per set.
+  static std::string pathKey(const TrafficSetTarget& set);
   core::Result<size_t> choosePath(const TrafficSetTarget& set, const json& params, json& record);
   core::Result<std::vector<int>> steeredPorts(const EcmpSteer& steer, const std::string& source,
                                               const std::string& sink, const json& params);

@@ -1,10 +1,12 @@
 #pragma once
-// incast: a long-running fault on a traffic set (one sink, N sources). apply starts
-// `<self_exe> traffic sink` in the sink's namespace, listening on the sink interface's IPv4
-// address, then `<self_exe> traffic source` in each source's namespace (app/traffic_cmd.cc), each
-// an emitter (injectors/sys/emitters.h); revert stops the sources, then the sink; observe returns
-// every generator's health and last report, each source's goodput and Jain's fairness index over
-// them. Start-up recovery stops stray generators through the emitters' records, by their keys.
+// incast: a long-running fault on a traffic set (one sink, N sources), over TCP or RC QPs
+// (params.transport). apply starts `<self_exe> traffic sink` in the sink's namespace, listening on
+// the sink interface's IPv4 address, then `<self_exe> traffic source` in each source's namespace
+// (app/traffic_cmd.cc), each an emitter (injectors/sys/emitters.h); revert stops the sources,
+// then the sink; observe returns every generator's health and last report, each source's goodput
+// and Jain's fairness index over them. On a set cut into parts (endpoints behind several agents)
+// each agent does this for its part only. Start-up recovery stops stray generators through the
+// emitters' records, by their keys.
 
 #include <string>
 #include <vector>
@@ -40,9 +42,7 @@ class Incast : public Injector {
   // health and last report, each source's goodput and Jain's fairness index over them.
   core::Result<json> observe(const Fault& fault) override;
 
-  // The generators' keys and command lines for one fault: pure, for tests.
-  static std::string sinkKey(const InterfaceTarget& sink);
-  static std::string sourceKey(const InterfaceTarget& source, const InterfaceTarget& sink);
+  // The generators' command lines for one fault (defaults applied): pure, for tests.
   static std::vector<std::string> sinkArgv(const std::string& self_exe,
                                            const std::string& sink_address, const json& params);
   static std::vector<std::string> sourceArgv(const std::string& self_exe,

@@ -26,8 +26,21 @@ core::Result<TrafficSetTarget> checkTrafficSet(const std::string& kind, const Ta
   if (set->sinks[0].ifname.empty()) {
     return Status(StatusCode::kInvalidArgument, "target.sinks[0].ifname: required");
   }
-  if (set->sources.empty()) {
+  if (set->part == TrafficPart::kSink && !set->sources.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "target.sources: a sink part runs the sink alone; its sources are other parts'");
+  }
+  if (set->part != TrafficPart::kSink && set->sources.empty()) {
     return Status(StatusCode::kInvalidArgument, "target.sources: at least one source is needed");
+  }
+  if (set->part == TrafficPart::kSources && set->sink_address.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "target.sink_address: a sources part needs its sink's address");
+  }
+  if (set->part != TrafficPart::kWhole && !set->paths.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "target.paths: traffic pinned to a path is steered by one agent; a set cut into "
+                  "parts has none");
   }
   for (size_t i = 0; i < set->sources.size(); ++i) {
     const InterfaceTarget& source = set->sources[i];
@@ -68,25 +81,50 @@ core::Result<std::string> ipv4AddressOf(sys::LinkControl& links, const Interface
   return addresses->front();
 }
 
+core::Result<std::string> sinkAddressOf(sys::LinkControl& links, const TrafficSetTarget& set) {
+  if (set.part == TrafficPart::kSources) return set.sink_address;
+  return ipv4AddressOf(links, set.sinks[0], "sink");
+}
+
+namespace {
+
+// "[fd00::2]:7700" or "10.0.0.2:7700".
+std::string hostPort(const std::string& address, int port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+// "--transport verbs" when the params ask for it; TCP is the generator's default.
+void addTransport(std::vector<std::string>& argv, const json& params) {
+  if (params.value("transport", "tcp") == "verbs")
+    argv.insert(argv.end(), {"--transport", "verbs"});
+}
+
+}  // namespace
+
 std::vector<std::string> trafficSinkArgv(const std::string& self_exe, const std::string& address,
-                                         int port) {
-  return {self_exe, "traffic", "sink", "--listen", address + ":" + std::to_string(port)};
+                                         const json& params) {
+  std::vector<std::string> argv{self_exe, "traffic", "sink", "--listen",
+                                hostPort(address, params.at("port").get<int>())};
+  addTransport(argv, params);
+  return argv;
 }
 
 std::vector<std::string> trafficSourceArgv(const std::string& self_exe, const std::string& address,
-                                           int port, int flows, const json& params,
+                                           int flows, const json& params,
                                            const std::vector<int>& source_ports) {
   std::vector<std::string> argv{self_exe,
                                 "traffic",
                                 "source",
                                 "--connect",
-                                address + ":" + std::to_string(port),
+                                hostPort(address, params.at("port").get<int>()),
                                 "--flows",
                                 std::to_string(flows),
                                 "--message-bytes",
                                 std::to_string(params.at("message_bytes").get<int64_t>()),
                                 "--dscp",
                                 std::to_string(params.at("dscp").get<int>())};
+  addTransport(argv, params);
   if (params.contains("rate_mbps")) {
     argv.insert(argv.end(), {"--rate-mbps", std::to_string(params["rate_mbps"].get<int64_t>())});
   }
@@ -104,9 +142,25 @@ std::vector<std::string> trafficSourceArgv(const std::string& self_exe, const st
   return argv;
 }
 
-Status TrafficGenerators::start(const TrafficGenerator& sink,
-                                const std::vector<TrafficGenerator>& sources,
-                                const std::string& kind) {
+TrafficGeneratorSet trafficGenerators(const std::string& kind, const TrafficSetTarget& set) {
+  TrafficGeneratorSet out;
+  const InterfaceTarget& sink = set.sinks[0];
+  if (set.part != TrafficPart::kSources) {
+    out.sink =
+        TrafficGenerator{kind + " sink " + endpointName(sink), {}, sink.netns, endpointName(sink)};
+  }
+  if (set.part == TrafficPart::kSink) return out;
+  const std::string to = set.part == TrafficPart::kSources ? set.sink_address : endpointName(sink);
+  for (const InterfaceTarget& source : set.sources) {
+    out.sources.push_back({kind + " source " + endpointName(source) + " to " + to,
+                           {},
+                           source.netns,
+                           endpointName(source)});
+  }
+  return out;
+}
+
+Status TrafficGenerators::start(const TrafficGeneratorSet& set, const std::string& kind) {
   auto spec = [](const TrafficGenerator& generator) {
     sys::EmitterSpec out;
     out.key = generator.key;
@@ -114,14 +168,21 @@ Status TrafficGenerators::start(const TrafficGenerator& sink,
     out.netns = generator.netns;
     return out;
   };
-  FC_RETURN_IF_ERROR(emitters_->start(spec(sink)).withContext(kind + " sink on " + sink.endpoint));
-  std::vector<std::string> started{sink.key};
-  for (const TrafficGenerator& source : sources) {
+  std::vector<std::string> started;
+  auto undo = [&] {
+    for (auto it = started.rbegin(); it != started.rend(); ++it) {
+      (void)emitters_->stop(*it, kTrafficStopGraceMs);
+    }
+  };
+  if (set.sink) {
+    FC_RETURN_IF_ERROR(
+        emitters_->start(spec(*set.sink)).withContext(kind + " sink on " + set.sink->endpoint));
+    started.push_back(set.sink->key);
+  }
+  for (const TrafficGenerator& source : set.sources) {
     Status status = emitters_->start(spec(source));
     if (!status.isOk()) {
-      for (auto it = started.rbegin(); it != started.rend(); ++it) {
-        (void)emitters_->stop(*it, kTrafficStopGraceMs);
-      }
+      undo();
       return status.withContext(kind + " source on " + source.endpoint);
     }
     started.push_back(source.key);
@@ -129,9 +190,7 @@ Status TrafficGenerators::start(const TrafficGenerator& sink,
   return Status::ok();
 }
 
-Status TrafficGenerators::stop(const std::string& sink_key,
-                               const std::vector<std::string>& source_keys,
-                               const std::string& kind) {
+Status TrafficGenerators::stop(const TrafficGeneratorSet& set, const std::string& kind) {
   Status first = Status::ok();
   auto stopOne = [&](const std::string& key) {
     auto stopped = emitters_->stop(key, kTrafficStopGraceMs);
@@ -139,13 +198,12 @@ Status TrafficGenerators::stop(const std::string& sink_key,
       first = stopped.status().withContext(kind + " stop of " + key);
     }
   };
-  for (const std::string& key : source_keys) stopOne(key);
-  stopOne(sink_key);
+  for (const TrafficGenerator& source : set.sources) stopOne(source.key);
+  if (set.sink) stopOne(set.sink->key);
   return first;
 }
 
-core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
-                                              const std::vector<TrafficGenerator>& sources,
+core::Result<json> TrafficGenerators::observe(const TrafficGeneratorSet& set,
                                               const std::string& kind) {
   bool all_running = true;
   json out = json::object();
@@ -155,15 +213,17 @@ core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
     if (state.exit_code) out["exit_code"] = *state.exit_code;
     if (!state.log_tail.empty()) out["log"] = state.log_tail;
   };
-  auto sink_state = emitters_->state(sink.key);
-  if (!sink_state.isOk()) return sink_state.status().withContext(kind + " observe");
-  note(*sink_state);
-  out["sink"] = sys::toJson(*sink_state);
-  out["sink"]["endpoint"] = sink.endpoint;
+  if (set.sink) {
+    auto sink_state = emitters_->state(set.sink->key);
+    if (!sink_state.isOk()) return sink_state.status().withContext(kind + " observe");
+    note(*sink_state);
+    out["sink"] = sys::toJson(*sink_state);
+    out["sink"]["endpoint"] = set.sink->endpoint;
+  }
   json source_states = json::array();
   std::vector<double> bytes;
   std::vector<double> goodput;
-  for (const TrafficGenerator& source : sources) {
+  for (const TrafficGenerator& source : set.sources) {
     auto state = emitters_->state(source.key);
     if (!state.isOk()) return state.status().withContext(kind + " observe");
     note(*state);
@@ -182,17 +242,6 @@ core::Result<json> TrafficGenerators::observe(const TrafficGenerator& sink,
   out["source_goodput_mbps"] = goodput;
   out["jain_fairness"] = jainFairnessIndex(bytes);
   return out;
-}
-
-double jainFairnessIndex(const std::vector<double>& shares) {
-  double sum = 0;
-  double squares = 0;
-  for (double share : shares) {
-    sum += share;
-    squares += share * share;
-  }
-  if (shares.empty() || squares <= 0) return 1.0;
-  return sum * sum / (static_cast<double>(shares.size()) * squares);
 }
 
 }  // namespace fabric_chaos::injectors

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <variant>
 
 #include "core/clock.h"
 #include "scenarios/composition.h"
@@ -26,6 +27,22 @@ std::optional<std::string> whyCannotRun(const std::vector<injectors::KindInfo>& 
 
 using core::Status;
 using core::StatusCode;
+
+// Whether a fault asks for RDMA on the hosts its agent acts for: a traffic kind with transport
+// verbs (the generator's RC QPs need a device that carries the host's address).
+bool needsRdma(const PlannedAction& action) {
+  return std::holds_alternative<injectors::TrafficSetTarget>(action.target.target) &&
+         action.params.is_object() && action.params.value("transport", "tcp") == "verbs";
+}
+
+bool hasActiveRdmaPort(const agent::AgentInfo& info) {
+  for (const sys::RdmaDevice& device : info.rdma_devices) {
+    for (const sys::RdmaPortState& port : device.ports) {
+      if (port.state == "ACTIVE") return true;
+    }
+  }
+  return false;
+}
 
 constexpr size_t kMaxCachedVerdicts = 1024;
 
@@ -215,6 +232,14 @@ Status FabricAgents::checkActingAgent(const Fabric& fabric, const PlannedAction&
   if (auto cannot = whyCannotRun(info->kinds, action.kind)) {
     return Status(StatusCode::kUnprocessable,
                   "fault kind " + action.kind + " is not available on " + where + *cannot);
+  }
+  if (needsRdma(action) && !hasActiveRdmaPort(*info)) {
+    std::vector<std::string> hosts{action.target.host};
+    hosts.insert(hosts.end(), action.target.other_hosts.begin(), action.target.other_hosts.end());
+    return Status(StatusCode::kUnprocessable,
+                  "params.transport: verbs traffic needs an RDMA device with an active port, and " +
+                      describeHostAgent(hosts, group.ref) +
+                      (info->rdma_devices.empty() ? " has none" : " has no active port"));
   }
   return Status::ok();
 }

@@ -1,6 +1,7 @@
 #include "scenarios/engine/run_result.h"
 
 #include "injectors/model/target.h"
+#include "injectors/model/traffic_observation.h"
 #include "scenarios/composition.h"
 
 namespace fabric_chaos::scenarios {
@@ -19,7 +20,9 @@ std::map<int, json> trafficObservations(const std::vector<store::EventRecord>& e
     if (e.kind != "fault_reverted" || !e.detail.is_object()) continue;
     const json observed = e.detail.value("observed", json());
     if (!observed.is_object() || !observed.contains("jain_fairness")) continue;
-    out[e.detail.value("step", -1)] = observed;
+    // A set cut into parts across agents reverts once per part: together they are the step's.
+    json& step = out[e.detail.value("step", -1)];
+    step = injectors::mergeTrafficObservations(step.is_null() ? json::object() : step, observed);
   }
   return out;
 }

@@ -24,7 +24,8 @@ struct StopRequest {
   int64_t condition_ns = 0;  // steady clock: when the condition became true
 };
 
-// Per step, the observation of a traffic fault stored in its fault_reverted event (the last one).
+// Per step, the observation of a traffic fault stored in its fault_reverted events: one, or one
+// per part of a set cut across agents, merged (injectors::mergeTrafficObservations).
 std::map<int, nlohmann::json> trafficObservations(const std::vector<store::EventRecord>& events);
 
 // step -> [first apply, last end] (FaultTimeline::windows()), as the analysis takes them.

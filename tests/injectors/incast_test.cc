@@ -47,9 +47,11 @@ TEST_F(IncastTest, ValidatesTheSchema) {
             "rate_mbps: must be an integer in 1..400000");
   EXPECT_EQ(incast_.validate({{"congestion_control", "vegas"}}).message(),
             "congestion_control: must be one of cubic, reno, bbr, dctcp");
-  EXPECT_EQ(incast_.validate({{"sinks", 1}}).message(),
-            "sinks: unknown parameter (expected flows_per_source, message_bytes, rate_mbps, dscp, "
-            "congestion_control, port)");
+  EXPECT_EQ(
+      incast_.validate({{"sinks", 1}}).message(),
+      "sinks: unknown parameter (expected transport, flows_per_source, message_bytes, rate_mbps, "
+      "dscp, "
+      "congestion_control, port)");
 }
 
 TEST_F(IncastTest, RefusesTargetsThatAreNotOneSinkAndDistinctSources) {
@@ -151,11 +153,71 @@ TEST_F(IncastTest, ObserveReportsEachGeneratorAndTheFairnessOfTheSources) {
   EXPECT_EQ((*observed)["log"], "cannot listen");
 }
 
-TEST(JainFairnessTest, OneWhenEqualOneOverNWhenOneTakesAll) {
-  EXPECT_DOUBLE_EQ(jainFairnessIndex({5, 5, 5, 5}), 1.0);
-  EXPECT_DOUBLE_EQ(jainFairnessIndex({8, 0, 0, 0}), 0.25);
-  EXPECT_DOUBLE_EQ(jainFairnessIndex({}), 1.0);
-  EXPECT_DOUBLE_EQ(jainFairnessIndex({0, 0}), 1.0);
+// A set cut into parts (endpoints behind several agents): each agent runs its part alone, a
+// sources part sending to the address it was given, never reading the sink's interface.
+TEST_F(IncastTest, EachPartRunsItsOwnGeneratorsOnly) {
+  Fault sink_part = fault_;
+  TrafficSetTarget sink_set{{}, {{"t-h2", "eth0"}}};
+  sink_set.part = TrafficPart::kSink;
+  sink_part.target = sink_set;
+  ASSERT_TRUE(incast_.capture(sink_part).isOk());
+  ASSERT_TRUE(incast_.apply(sink_part).isOk());
+  ASSERT_EQ(emitters_.started.size(), 1u);
+  EXPECT_EQ(emitters_.started[0].key, "incast sink t-h2/eth0");
+  auto observed = incast_.observe(sink_part);
+  ASSERT_TRUE(observed.isOk()) << observed.status().toString();
+  EXPECT_TRUE(observed->contains("sink"));
+  EXPECT_EQ((*observed)["sources"], json::array());
+
+  Fault sources_part = fault_;
+  TrafficSetTarget sources_set{{{"t-h0", "eth0"}}, {{"t-h9", "eth0"}}};
+  sources_set.part = TrafficPart::kSources;
+  sources_set.sink_address = "10.201.0.2";
+  sources_part.target = sources_set;
+  sources_part.params = {{"transport", "verbs"}};
+  auto prior = incast_.capture(sources_part);
+  ASSERT_TRUE(prior.isOk()) << "the sink t-h9 is another host's: " << prior.status().toString();
+  EXPECT_EQ((*prior)["sink_address"], "10.201.0.2");
+  ASSERT_TRUE(incast_.apply(sources_part).isOk());
+  ASSERT_EQ(emitters_.started.size(), 2u);
+  const auto& source = emitters_.started[1];
+  EXPECT_EQ(source.key, "incast source t-h0/eth0 to 10.201.0.2");
+  EXPECT_EQ(source.argv[4], "10.201.0.2:7700");
+  EXPECT_NE(std::find(source.argv.begin(), source.argv.end(), "verbs"), source.argv.end());
+  observed = incast_.observe(sources_part);
+  ASSERT_TRUE(observed.isOk());
+  EXPECT_FALSE(observed->contains("sink"));
+  EXPECT_EQ((*observed)["sources"].size(), 1u);
+
+  ASSERT_TRUE(incast_.revert(sources_part, json::object()).isOk());
+  ASSERT_TRUE(incast_.revert(sink_part, json::object()).isOk());
+  EXPECT_EQ(emitters_.stopped,
+            (std::vector<std::string>{"incast source t-h0/eth0 to 10.201.0.2 1000",
+                                      "incast sink t-h2/eth0 1000"}));
+
+  // A sink part with sources, or a sources part without an address, is malformed.
+  sink_set.sources = {{"t-h0", "eth0"}};
+  sink_part.target = sink_set;
+  EXPECT_EQ(incast_.apply(sink_part).code(), StatusCode::kInvalidArgument);
+  sources_set.sink_address.clear();
+  sources_part.target = sources_set;
+  EXPECT_EQ(incast_.apply(sources_part).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(IncastTest, VerbsFlowsTakeTheTransportAndRefuseACongestionControl) {
+  EXPECT_EQ(Incast::sinkArgv("/x", "10.0.0.3", {{"transport", "verbs"}}),
+            (std::vector<std::string>{"/x", "traffic", "sink", "--listen", "10.0.0.3:7700",
+                                      "--transport", "verbs"}));
+  const auto source = Incast::sourceArgv("/x", "10.0.0.3", {{"transport", "verbs"}});
+  EXPECT_NE(std::find(source.begin(), source.end(), "--transport"), source.end());
+  EXPECT_EQ(Incast::sourceArgv("/x", "10.0.0.3", json::object()),
+            Incast::sourceArgv("/x", "10.0.0.3", {{"transport", "tcp"}}))
+      << "tcp is the generator's default: no flag";
+  EXPECT_EQ(incast_.validate({{"transport", "verbs"}, {"congestion_control", "cubic"}}).message(),
+            "congestion_control: TCP's; verbs flows have no congestion control to choose (RoCE's "
+            "is the NIC's, DCQCN on real hardware)");
+  EXPECT_EQ(incast_.validate({{"transport", "udp"}}).message(),
+            "transport: must be one of tcp, verbs");
 }
 
 }  // namespace

@@ -220,6 +220,40 @@ TEST(TargetCodec, RejectsMalformedNamingTheField) {
 
 // A traffic set occupies its endpoints: locking it conflicts with a fault on any of them, and an
 // interface that is both a source and a sink is held once.
+TEST(TargetCodec, TrafficPartsRoundTripAndHoldOnlyTheirOwnEndpoints) {
+  TrafficSetTarget sink{{}, {{"", "eth0"}}};
+  sink.part = TrafficPart::kSink;
+  TrafficSetTarget sources{{{"", "eth0"}}, {{"", "eth0"}}};
+  sources.part = TrafficPart::kSources;
+  sources.sink_address = "10.201.0.2";
+  for (const TrafficSetTarget& part : {sink, sources}) {
+    const json doc = toJson(Target(part));
+    auto back = targetFromJson(doc);
+    ASSERT_TRUE(back.isOk()) << doc.dump() << ": " << back.status().toString();
+    EXPECT_EQ(*back, Target(part)) << doc.dump();
+  }
+  EXPECT_EQ(toJson(Target(sources))["part"], "sources");
+  EXPECT_EQ(toJson(Target(sink))["part"], "sink");
+  EXPECT_FALSE(toJson(Target(incast())).contains("part")) << "a whole set says nothing";
+  EXPECT_EQ(describe(Target(sink)), "traffic sink eth0");
+  EXPECT_EQ(describe(Target(sources)), "traffic from eth0 to 10.201.0.2 (eth0)");
+  EXPECT_EQ(lockKeys(Target(sources)), (std::vector<std::string>{"if//eth0"}));
+  EXPECT_EQ(localEndpoints(sources), (std::vector<InterfaceTarget>{{"", "eth0"}}));
+  EXPECT_EQ(localEndpoints(incast()).size(), 3u);
+
+  json bad = toJson(Target(sources));
+  bad.erase("sink_address");
+  EXPECT_EQ(targetFromJson(bad).status().message(),
+            "target.sink_address: required on a sources part");
+  bad = toJson(Target(sink));
+  bad["part"] = "middle";
+  EXPECT_EQ(targetFromJson(bad).status().message(), "target.part: must be \"sink\" or \"sources\"");
+  bad["part"] = "sink";
+  bad["sink_address"] = "10.0.0.1";
+  EXPECT_EQ(targetFromJson(bad).status().message(),
+            "target.sink_address: only a sources part carries the sink's address");
+}
+
 TEST(TargetLockKeys, ATrafficSetOverlapsEachOfItsInterfaces) {
   const std::vector<std::string> set_keys = lockKeys(incast());
   const std::vector<std::string> port_keys = lockKeys(InterfaceTarget{"fcl-h1", "eth0"});

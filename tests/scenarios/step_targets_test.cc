@@ -112,17 +112,64 @@ TEST(StepTargetsTest, RefusesWhatTheFabricCannotSatisfy) {
   status = refusal(nic_side);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "side: does not apply to incast, whose endpoints are hosts' NICs");
+}
 
-  Fabric split = fabric;
-  split.hosts[0].agent = "http://127.0.0.1:7101";
+TEST(StepTargetsTest, ASetBehindSeveralAgentsIsCutIntoASinkPartAndOneSourcesPartPerAgent) {
+  Fabric fabric = starFabric();
+  fabric.hosts[0].agent = "http://127.0.0.1:7100";
+  fabric.hosts[2].agent = "http://127.0.0.1:7100";
+  fabric.hosts[1].agent = "http://127.0.0.1:7101";
   TargetSelector remote;
   remote.host = "h3";
-  remote.sources = {"h0"};
-  auto resolved = resolveStepTargets(incastTo(remote), split);
+  remote.sources = {"h0", "h1", "h2"};
+  auto resolved = resolveStepTargets(incastTo(remote), fabric);
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().toString();
+  ASSERT_EQ(resolved->size(), 3u);
+
+  const ResolvedTarget& sink_part = (*resolved)[0];
+  EXPECT_EQ(sink_part.host, "h3");
+  EXPECT_EQ(sink_part.side, LinkSide::kHost) << "the sink's agent acts on it";
+  EXPECT_TRUE(sink_part.other_hosts.empty());
+  const auto& sink_set = std::get<injectors::TrafficSetTarget>(sink_part.target);
+  EXPECT_EQ(sink_set.part, injectors::TrafficPart::kSink);
+  EXPECT_TRUE(sink_set.sources.empty());
+  ASSERT_EQ(sink_set.sinks.size(), 1u);
+  EXPECT_EQ(sink_set.sinks[0].netns, "t-h3");
+
+  // The sources of agent :7100 (h0 and h2, as named), then those of :7101 (h1), each part sending
+  // to the address the fabric gives h3's NIC.
+  const ResolvedTarget& first = (*resolved)[1];
+  EXPECT_EQ(first.host, "h0");
+  EXPECT_EQ(first.other_hosts, std::vector<std::string>{"h2"});
+  EXPECT_EQ(first.side, LinkSide::kHost);
+  const auto& first_set = std::get<injectors::TrafficSetTarget>(first.target);
+  EXPECT_EQ(first_set.part, injectors::TrafficPart::kSources);
+  EXPECT_EQ(first_set.sink_address, "10.200.0.4");
+  ASSERT_EQ(first_set.sources.size(), 2u);
+  EXPECT_EQ(first_set.sources[1].netns, "t-h2");
+  const ResolvedTarget& second = (*resolved)[2];
+  EXPECT_EQ(second.host, "h1");
+  EXPECT_EQ(std::get<injectors::TrafficSetTarget>(second.target).sources.size(), 1u);
+
+  // One agent for everyone: one whole set, as before.
+  fabric.hosts[3].agent = "http://127.0.0.1:7100";
+  fabric.hosts[1].agent = "http://127.0.0.1:7100";
+  resolved = resolveStepTargets(incastTo(remote), fabric);
+  ASSERT_TRUE(resolved.isOk());
+  ASSERT_EQ(resolved->size(), 1u);
+  EXPECT_EQ(std::get<injectors::TrafficSetTarget>((*resolved)[0].target).part,
+            injectors::TrafficPart::kWhole);
+  EXPECT_EQ((*resolved)[0].side, LinkSide::kHost);
+
+  // Parts need the sink's address from the fabric.
+  fabric.hosts[1].agent = "http://127.0.0.1:7101";
+  fabric.hosts[3].nics[0].address.clear();
+  resolved = resolveStepTargets(incastTo(remote), fabric);
   ASSERT_FALSE(resolved.isOk());
-  EXPECT_EQ(resolved.status().message(),
-            "sources[0]: host h0 is reached through agent http://127.0.0.1:7101 and the sink h3 "
-            "through local; the hosts of a traffic set must share one agent");
+  EXPECT_EQ(resolved.status().code(), StatusCode::kUnprocessable);
+  EXPECT_NE(resolved.status().message().find("host h3's NIC eth0 has no address"),
+            std::string::npos)
+      << resolved.status().message();
 }
 
 TEST(StepTargetsTest, OnlyTrafficKindsTakeSourcesAndOthersResolveAsBefore) {

@@ -134,6 +134,43 @@ TEST_F(FabricAgentsTest, ASwitchPortFaultIsCheckedAgainstTheControllersAgent) {
       << validateForFabric(on_switch, vm_, *vm).toString();
 }
 
+// Verbs traffic needs an RDMA device on every host of the set: a host without one is refused at
+// submission, naming it, for each part of a set cut across the guests' agents.
+TEST_F(FabricAgentsTest, VerbsTrafficIsRefusedOnAHostWithoutAnActiveRdmaPort) {
+  for (auto* agent : {&local_, &guest0_, &guest1_}) {
+    agent->kinds.push_back({"incast", "", true, "", "tcp"});
+  }
+  guest1_.rdma_devices = {{"rxe0", {{1, "ACTIVE", 16}}}};
+  guest0_.rdma_devices = {{"rxe0", {{1, "DOWN", 16}}}};
+  auto scenario = parseScenario(nlohmann::json::parse(R"({
+    "version": 1, "name": "roce", "workload": {}, "baseline_ms": 1000, "recovery_ms": 1000,
+    "steps": [{"kind": "incast", "target": {"host": "h1", "sources": ["h0"]}, "at_ms": 0,
+               "duration_ms": 500, "params": {"transport": "verbs"}}]})"));
+  ASSERT_TRUE(scenario.isOk()) << scenario.status().toString();
+  FabricAgents agents = make();
+  auto vm = agents.kindCatalog(vm_);
+  ASSERT_TRUE(vm.isOk()) << vm.status().toString();
+  core::Status refused = validateForFabric(*scenario, vm_, *vm);
+  EXPECT_EQ(refused.code(), core::StatusCode::kUnprocessable) << refused.toString();
+  EXPECT_THAT(refused.message(), HasSubstr("steps[0].target"));
+  EXPECT_THAT(refused.message(),
+              HasSubstr("host h0 (agent http://127.0.0.1:7100) has no active port"));
+
+  guest0_.rdma_devices[0].ports[0].state = "ACTIVE";
+  agents.clearCache();
+  vm = agents.kindCatalog(vm_);
+  ASSERT_TRUE(vm.isOk());
+  EXPECT_TRUE(validateForFabric(*scenario, vm_, *vm).isOk())
+      << validateForFabric(*scenario, vm_, *vm).toString();
+
+  // The namespace lab's hosts share the controller's agent, which has no RDMA device.
+  auto netns = agents.kindCatalog(netns_);
+  ASSERT_TRUE(netns.isOk());
+  refused = validateForFabric(*scenario, netns_, *netns);
+  EXPECT_EQ(refused.code(), core::StatusCode::kUnprocessable);
+  EXPECT_THAT(refused.message(), HasSubstr("hosts h1, h0 (agent local) has none"));
+}
+
 TEST_F(FabricAgentsTest, AKindOneGuestLacksIsRefusedNamingThatGuest) {
   guest1_.kinds = {{"link_flap", "", true, "", "netlink"}};
   FabricAgents agents = make();
