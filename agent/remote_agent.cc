@@ -335,7 +335,8 @@ class RemoteAgent : public Agent {
   Status applyFault(const injectors::Fault& fault) override {
     json body = {{"fault", injectors::toJson(fault)},
                  {"lease_ms", connection_->options().lease_ms}};
-    auto answer = connection_->call("POST", "/agent/v1/faults", &body);
+    auto answer =
+        connection_->call("POST", "/agent/v1/faults", &body, connection_->options().act_timeout_ms);
     if (!answer.isOk())
       return answer.status().withContext("applying " + injectors::describe(fault));
     const std::string id = answer->value("id", "");
@@ -360,7 +361,8 @@ class RemoteAgent : public Agent {
       }
     }
     if (!id.empty()) {
-      auto answer = connection_->call("DELETE", "/agent/v1/faults/" + id);
+      auto answer = connection_->call("DELETE", "/agent/v1/faults/" + id, nullptr,
+                                      connection_->options().act_timeout_ms);
       if (answer.isOk()) return Status::ok();
       if (answer.status().code() != StatusCode::kNotFound) {
         return answer.status().withContext("reverting " + injectors::describe(fault));
@@ -368,7 +370,8 @@ class RemoteAgent : public Agent {
       // The lease expired or the agent restarted: make sure by description.
     }
     json body = {{"fault", injectors::toJson(fault)}};
-    auto answer = connection_->call("POST", "/agent/v1/faults/revert", &body);
+    auto answer = connection_->call("POST", "/agent/v1/faults/revert", &body,
+                                    connection_->options().act_timeout_ms);
     return answer.status().isOk()
                ? Status::ok()
                : answer.status().withContext("reverting " + injectors::describe(fault));

@@ -22,6 +22,10 @@ struct RemoteAgentOptions {
   std::string token;
   int64_t lease_ms = 5000;
   int request_timeout_ms = 5000;
+  // Applying and reverting a fault: a long-running kind's apply waits for its processes' first
+  // word (seconds in a qemu TCG guest reading the binary over 9p) or samples the fabric first
+  // (hot_spot's sample_ms, up to 10 s), and a revert lets each generator finish (1 s apiece).
+  int act_timeout_ms = 30000;
   // info() only: the controller asks every host of a fabric when showing or validating it, and
   // one dead host must not hold that up for the full request timeout.
   int info_timeout_ms = 2000;

@@ -181,7 +181,8 @@ else
 fi
 
 start=$(date +%s)
-"$qemu" -name "$name" -accel tcg -cpu max -m "$mem" -smp 1 -nodefaults -no-reboot \
+# la57=off: see lab/vm_lab.cc (5-level paging under qemu 7.2's TCG killed guests under load).
+"$qemu" -name "$name" -accel tcg -cpu max,la57=off -m "$mem" -smp 1 -nodefaults -no-reboot \
   -display none "${console_args[@]}" \
   -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz" -append "$append" \
   -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,readonly=on" \

@@ -48,7 +48,8 @@ core::Result<TrafficSetTarget> checkTrafficSet(const std::string& kind, const Ta
     if (source.ifname.empty()) {
       return Status(StatusCode::kInvalidArgument, path + ".ifname: required");
     }
-    if (source == set->sinks[0]) {
+    // A sources part's sink is another host's: the same interface name is another interface.
+    if (set->part != TrafficPart::kSources && source == set->sinks[0]) {
       return Status(StatusCode::kInvalidArgument,
                     path + ": " + endpointName(source) + " is the sink; it cannot send to itself");
     }
@@ -166,6 +167,7 @@ Status TrafficGenerators::start(const TrafficGeneratorSet& set, const std::strin
     out.key = generator.key;
     out.argv = generator.argv;
     out.netns = generator.netns;
+    out.ready_timeout_ms = kTrafficReadyTimeoutMs;
     return out;
   };
   std::vector<std::string> started;

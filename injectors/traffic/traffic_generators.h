@@ -64,6 +64,10 @@ TrafficGeneratorSet trafficGenerators(const std::string& kind, const TrafficSetT
 
 // How long a revert lets a generator print its final report before SIGKILL.
 inline constexpr int kTrafficStopGraceMs = 1000;
+// How long apply waits for a generator's first report. It prints one as soon as it has parsed its
+// command line, so this is the time to exec it: milliseconds on a host, but over 3 s in a VM-lab
+// guest (qemu TCG, the binary read over 9p, three guests on two cores).
+inline constexpr int kTrafficReadyTimeoutMs = 15000;
 
 class TrafficGenerators {
  public:

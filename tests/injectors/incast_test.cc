@@ -170,18 +170,20 @@ TEST_F(IncastTest, EachPartRunsItsOwnGeneratorsOnly) {
   EXPECT_EQ((*observed)["sources"], json::array());
 
   Fault sources_part = fault_;
-  TrafficSetTarget sources_set{{{"t-h0", "eth0"}}, {{"t-h9", "eth0"}}};
+  // The sink is another host's eth0: the same name as the source's is no conflict.
+  links_.addLink("", {"eth0", 0, true, true, "", ""});
+  TrafficSetTarget sources_set{{{"", "eth0"}}, {{"", "eth0"}}};
   sources_set.part = TrafficPart::kSources;
   sources_set.sink_address = "10.201.0.2";
   sources_part.target = sources_set;
   sources_part.params = {{"transport", "verbs"}};
   auto prior = incast_.capture(sources_part);
-  ASSERT_TRUE(prior.isOk()) << "the sink t-h9 is another host's: " << prior.status().toString();
+  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
   EXPECT_EQ((*prior)["sink_address"], "10.201.0.2");
   ASSERT_TRUE(incast_.apply(sources_part).isOk());
   ASSERT_EQ(emitters_.started.size(), 2u);
   const auto& source = emitters_.started[1];
-  EXPECT_EQ(source.key, "incast source t-h0/eth0 to 10.201.0.2");
+  EXPECT_EQ(source.key, "incast source eth0 to 10.201.0.2");
   EXPECT_EQ(source.argv[4], "10.201.0.2:7700");
   EXPECT_NE(std::find(source.argv.begin(), source.argv.end(), "verbs"), source.argv.end());
   observed = incast_.observe(sources_part);
@@ -192,7 +194,7 @@ TEST_F(IncastTest, EachPartRunsItsOwnGeneratorsOnly) {
   ASSERT_TRUE(incast_.revert(sources_part, json::object()).isOk());
   ASSERT_TRUE(incast_.revert(sink_part, json::object()).isOk());
   EXPECT_EQ(emitters_.stopped,
-            (std::vector<std::string>{"incast source t-h0/eth0 to 10.201.0.2 1000",
+            (std::vector<std::string>{"incast source eth0 to 10.201.0.2 1000",
                                       "incast sink t-h2/eth0 1000"}));
 
   // A sink part with sources, or a sources part without an address, is malformed.

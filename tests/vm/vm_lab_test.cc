@@ -21,28 +21,14 @@
 #include <thread>
 
 #include "tests/privileged/support.h"
+#include "tests/vm/vm_support.h"
 
 namespace fabric_chaos::testing {
 namespace {
 
-std::string vmCacheDir() {
-  const char* env = std::getenv("FC_VM_CACHE");
-  return env != nullptr && *env != '\0' ? env : "/var/cache/fabric-chaos/vm";
-}
-
-// What the VM tier needs, or "".
-std::string missingVmPrerequisite() {
-  if (geteuid() != 0) return "the vm tier needs root (taps, namespaces, qemu 9p passthrough)";
-  if (!std::filesystem::exists("/dev/net/tun")) return "the vm tier needs /dev/net/tun (taps)";
-  if (runShell("command -v qemu-system-x86_64 >/dev/null && command -v ip >/dev/null").exit_code !=
-      0) {
-    return "the vm tier needs qemu-system-x86_64 and iproute2 (deploy/install-deps.sh)";
-  }
-  const std::string cache = vmCacheDir();
-  if (!std::filesystem::exists(cache + "/vmlinuz") ||
-      !std::filesystem::exists(cache + "/initramfs.cpio.gz")) {
-    return "no guest kernel in " + cache + ": run deploy/vm/fetch-kernel.sh " + cache;
-  }
+// What the VM tier needs, or "": the lab's prerequisites and what ctest passes.
+std::string missingPrerequisite() {
+  if (std::string missing = missingVmPrerequisite(); !missing.empty()) return missing;
   for (const char* var : {"FC_BINARY", "FC_SOURCE_DIR"}) {
     const char* value = std::getenv(var);
     if (value == nullptr || !std::filesystem::exists(value)) {
@@ -52,15 +38,7 @@ std::string missingVmPrerequisite() {
   return "";
 }
 
-#define FC_REQUIRE_VM()                                                  \
-  do {                                                                   \
-    std::string missing = missingVmPrerequisite();                       \
-    if (!missing.empty()) {                                              \
-      const char* ci = std::getenv("CI");                                \
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << missing; \
-      GTEST_SKIP() << missing;                                           \
-    }                                                                    \
-  } while (0)
+#define FC_REQUIRE_VM() FC_REQUIRE(missingPrerequisite())
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path);
@@ -171,7 +149,7 @@ class VmLabCommand : public ::testing::Test {
   }
   CommandOutput lab(const std::string& args) {
     return runShell(binary_ + " lab " + args + " --kind vm --state-dir " + dir_ + " --cache-dir " +
-                    vmCacheDir() + " --guest-init " + source_ + "/deploy/vm/guest-init.sh 2>&1");
+                    vmCache() + " --guest-init " + source_ + "/deploy/vm/guest-init.sh 2>&1");
   }
   // Each guest pings its peer until it answers, then vm1 serves and vm0 runs an RDMA RC
   // ping-pong over rxe0; meanwhile the real agent (or, without one, a stand-in HTTP server)
