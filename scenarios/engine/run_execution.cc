@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "scenarios/composition.h"
+#include "scenarios/engine/fault_schedule.h"
 #include "scenarios/engine/rank_plan.h"
 #include "scenarios/engine/workload_group.h"
 
@@ -305,24 +306,10 @@ Status RunExecution::waitForRing() {
 }
 
 Status RunExecution::runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end) {
-  // Two kinds of instants: applies and reverts. At equal times reverts go first so that
-  // back-to-back phases on one interface never overlap.
-  struct Instant {
-    double at_ms;
-    bool apply;
-    size_t index;
-  };
-  std::vector<Instant> timeline;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    timeline.push_back({baseline_end + static_cast<double>(plan[i].apply_at_ms), true, i});
-    timeline.push_back({baseline_end + static_cast<double>(plan[i].revert_at_ms), false, i});
-  }
-  std::stable_sort(timeline.begin(), timeline.end(), [](const Instant& a, const Instant& b) {
-    return a.at_ms != b.at_ms ? a.at_ms < b.at_ms : (!a.apply && b.apply);
-  });
+  std::vector<FaultInstant> timeline = faultInstants(plan, baseline_end);
   // The actions of one instant (same time, same direction) go out together.
   for (size_t i = 0; i < timeline.size();) {
-    const Instant& first = timeline[i];
+    const FaultInstant first = timeline[i];
     std::vector<size_t> group;
     for (; i < timeline.size() && timeline[i].at_ms == first.at_ms &&
            timeline[i].apply == first.apply;
@@ -334,6 +321,16 @@ Status RunExecution::runFaultTimeline(const std::vector<PlannedAction>& plan, do
       startWatching();
       if (stop_requested_) return Status::ok();  // a rank died before the first fault
       FC_RETURN_IF_ERROR(timeline_.apply(group, plan, first.at_ms));
+      // A few ms late is every apply; the event is for what a reader of the timeline would notice.
+      const double in_force_ms = msSinceOrigin();
+      if (holdForPlannedLength(timeline, i, group, plan, in_force_ms) > 0 &&
+          in_force_ms - first.at_ms >= kLateApplyEventMs) {
+        event("fault_window_moved",
+              {{"late_ms", in_force_ms - first.at_ms},
+               {"why",
+                "long-running faults came into force late; each holds its planned length "
+                "from then"}});
+      }
     } else {
       timeline_.revert(group, "scheduled", first.at_ms, false);
     }

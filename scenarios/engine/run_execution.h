@@ -61,6 +61,7 @@ class RunExecution : public agent::WorkloadListener {
 
  private:
   static constexpr int64_t kMaxSleepSliceMs = 50;
+  static constexpr double kLateApplyEventMs = 250;
 
   store::Store& store() { return *deps_.store; }
   int64_t now() { return deps_.clock->nowNs(); }
