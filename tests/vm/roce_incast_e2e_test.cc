@@ -221,9 +221,10 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
   ASSERT_EQ(aggressors["goodput_mbps"].size(), 2u) << step.dump(1);
   for (const json& goodput : aggressors["goodput_mbps"]) EXPECT_GT(goodput.get<double>(), 0);
   const json& hottest = step["hottest_queue"];
+  ASSERT_TRUE(hottest.is_object()) << "no switch telemetry in the step: " << step.dump(1);
   EXPECT_EQ(hottest["source"], "sw0/fcv-tap1/best_effort") << step.dump(1);
   EXPECT_GT(hottest["drops"].get<int64_t>(), 0) << step.dump(1);
-  EXPECT_LT(retained, 0.5) << step.dump(1);
+  EXPECT_LT(retained, 0.6) << step.dump(1);  // 0.09-0.46 in five runs here
   EXPECT_GT(step["p99_slowdown"].get<double>(), 2) << step.dump(1);
 
   // tc, in the switch's namespace: vm1's port dropped at least what the run's telemetry counted
