@@ -93,6 +93,9 @@ class Agent {
   virtual core::Status applyFault(const injectors::Fault& fault) = 0;
   virtual core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) = 0;
   virtual core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) = 0;
+  // The host's RDMA ports' hardware counters, read now (sys::RdmaDevices::hwCounters): empty on a
+  // host without RDMA. What a run samples as its RDMA telemetry, so it must stay cheap.
+  virtual core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() = 0;
 
   // Starts one process per rank. origin_ns is the steady-clock instant that sample times are
   // made relative to.

@@ -73,17 +73,6 @@ core::Status checkTargetAllowed(
     const std::vector<std::string>& management, bool empty_allows_any = true,
     std::string_view remedy = "restart the agent with --allow to change it");
 
-// Wire format shared with RemoteAgent. The decoders reject unknown fields (a typo must not
-// silently change a run) with kInvalidArgument naming the field.
-nlohmann::json rankSpecToJson(const RankSpec& spec);
-core::Result<RankSpec> rankSpecFromJson(const nlohmann::json& doc);
-nlohmann::json kindInfoToJson(const injectors::KindInfo& info);
-injectors::KindInfo kindInfoFromJson(const nlohmann::json& doc);
-// GET /agent/v1/describe's body. The decoder ignores unknown fields (a newer agent may report
-// more) but refuses a known field of the wrong type (kInvalidArgument).
-nlohmann::json agentInfoToJson(const AgentInfo& info);
-core::Result<AgentInfo> agentInfoFromJson(const nlohmann::json& doc);
-
 struct AgentServiceOptions {
   std::string token;  // required: a request without "Authorization: Bearer <token>" gets 401
   std::string agent_id;
@@ -211,6 +200,7 @@ class AgentService {
   core::HttpResponse route(const core::HttpRequest& request);
   core::HttpResponse info();
   core::HttpResponse describe();
+  core::HttpResponse rdmaCounters();  // GET /agent/v1/rdma/counters
   core::HttpResponse listFaults();
   core::HttpResponse applyFault(const std::string& body);
   core::HttpResponse renewFault(const std::string& id, const std::string& body);

@@ -248,6 +248,11 @@ core::Result<nlohmann::json> LocalAgent::observeFault(const injectors::Fault& fa
   return injector->observe(fault);
 }
 
+core::Result<std::vector<sys::RdmaPortCounters>> LocalAgent::rdmaCounters() {
+  if (options_.rdma == nullptr) return std::vector<sys::RdmaPortCounters>{};
+  return options_.rdma->hwCounters();
+}
+
 std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const RankSpec& spec) {
   return {self_exe,
           "workload",

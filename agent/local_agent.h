@@ -57,6 +57,8 @@ class LocalAgent : public Agent {
   core::Status applyFault(const injectors::Fault& fault) override;
   core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) override;
   core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) override;
+  // Without `rdma` in the options: none.
+  core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() override;
   core::Result<std::unique_ptr<WorkloadHandle>> startWorkload(const std::vector<RankSpec>& ranks,
                                                               int64_t origin_ns,
                                                               WorkloadListener* listener) override;

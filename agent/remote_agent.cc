@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/agent_service.h"
+#include "agent/agent_wire.h"
 #include "core/clock.h"
 #include "core/http_message.h"
 #include "core/log.h"
@@ -393,6 +394,15 @@ class RemoteAgent : public Agent {
     auto answer = connection_->call("POST", "/agent/v1/faults/observe", &body);
     if (!answer.isOk()) return answer.status();
     return answer->value("observed", json::object());
+  }
+
+  core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() override {
+    // Asked every telemetry tick: the short info timeout, so that a stalled guest costs a gap in
+    // its series, not a stalled sampler.
+    auto answer = connection_->call("GET", "/agent/v1/rdma/counters", nullptr,
+                                    connection_->options().info_timeout_ms);
+    if (!answer.isOk()) return answer.status();
+    return rdmaCountersFromJson(*answer);
   }
 
   core::Result<std::unique_ptr<WorkloadHandle>> startWorkload(const std::vector<RankSpec>& ranks,

@@ -613,6 +613,9 @@ class BenchAgent : public agent::Agent {
     });
     return out;
   }
+  core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() override {
+    return inner_.load()->rdmaCounters();
+  }
   core::Result<std::unique_ptr<agent::WorkloadHandle>> startWorkload(
       const std::vector<agent::RankSpec>& ranks, int64_t origin_ns,
       agent::WorkloadListener* listener) override {

@@ -51,7 +51,8 @@ std::vector<core::TelemetryPoint> switchTelemetryPoints(
       auto it = by_port.find({port, queue.handle});
       if (it == by_port.end()) continue;  // not modelled (yet, or any more): nothing to read
       const sys::QdiscCounters& q = *it->second;
-      const std::string source = sw.name + "/" + port + "/" + queue.name;
+      const std::string source =
+          core::telemetrySourceName(core::TelemetrySource::switchQueue(sw.name, port, queue.name));
       auto add = [&](const char* metric, uint64_t value) {
         points.push_back({0, source, metric, static_cast<int64_t>(value)});
       };

@@ -39,6 +39,9 @@ std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoi
   }
   std::optional<QueueCongestion> hottest;
   for (const auto& [source, metrics] : queues) {
+    // Traffic generators' and RDMA ports' series are the run's telemetry too, but not queues.
+    const auto type = core::parseTelemetrySource(source);
+    if (!type || type->type != core::TelemetrySourceType::kSwitchQueue) continue;
     auto tx = metrics.find("tx_bytes");
     if (tx == metrics.end() || !tx->second.last) continue;  // not read inside the window
     QueueCongestion q;
@@ -88,6 +91,40 @@ nlohmann::json toJson(const TrafficShare& share) {
   return {{"goodput_mbps", share.goodput_mbps},
           {"total_mbps", share.total_mbps},
           {"jain_fairness", share.jain_fairness}};
+}
+
+std::vector<core::TelemetryPoint> trafficTelemetry(const nlohmann::json& observed,
+                                                   const std::string& kind,
+                                                   const std::vector<std::string>& source_hosts,
+                                                   const std::string& sink_host, double t_ms) {
+  std::vector<core::TelemetryPoint> points;
+  if (!observed.is_object()) return points;
+  auto reportOf = [](const nlohmann::json& generator) -> const nlohmann::json* {
+    auto report = generator.find("report");
+    return report != generator.end() && report->is_object() ? &*report : nullptr;
+  };
+  auto sources = observed.find("sources");
+  if (sources != observed.end() && sources->is_array()) {
+    for (size_t i = 0; i < sources->size() && i < source_hosts.size(); ++i) {
+      const nlohmann::json* report = reportOf((*sources)[i]);
+      if (report == nullptr || !report->contains("bytes")) continue;
+      const std::string source = core::telemetrySourceName(
+          core::TelemetrySource::traffic(kind, source_hosts[i], core::TrafficRole::kSource));
+      points.push_back({t_ms, source, "sent_bytes", report->value("bytes", int64_t{0})});
+      points.push_back({t_ms, source, "flows_connected", report->value("connected", int64_t{0})});
+    }
+  }
+  auto sink = observed.find("sink");
+  if (sink != observed.end() && sink->is_object() && !sink_host.empty()) {
+    const nlohmann::json* report = reportOf(*sink);
+    if (report != nullptr && report->contains("bytes")) {
+      points.push_back({t_ms,
+                        core::telemetrySourceName(core::TelemetrySource::traffic(
+                            kind, sink_host, core::TrafficRole::kSink)),
+                        "received_bytes", report->value("bytes", int64_t{0})});
+    }
+  }
+  return points;
 }
 
 }  // namespace fabric_chaos::scenarios

@@ -22,10 +22,11 @@ struct QueueCongestion {
   int64_t peak_backlog_bytes = 0;  // the largest backlog read inside the window
 };
 
-// The queue with the most drops in [start_ms, end_ms], then the most ECN marks, then the most
-// bytes sent; nullopt when no queue was read both at or before the start (or within the window)
-// and inside it. A counter's value before the window is its last reading at or before start_ms,
-// or its first reading inside the window when there is none.
+// The switch queue (core::TelemetrySourceType::kSwitchQueue) with the most drops in
+// [start_ms, end_ms], then the most ECN marks, then the most bytes sent; nullopt when no queue was
+// read both at or before the start (or within the window) and inside it. A counter's value before
+// the window is its last reading at or before start_ms, or its first reading inside the window when
+// there is none.
 std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoint>& points,
                                             double start_ms, double end_ms);
 
@@ -45,5 +46,16 @@ std::optional<TrafficShare> trafficShare(const nlohmann::json& observed);
 
 // {"goodput_mbps": [...], "total_mbps", "jain_fairness"}
 nlohmann::json toJson(const TrafficShare& share);
+
+// A traffic fault's observation as telemetry points at t_ms, so that the run keeps who sent how
+// much over time (docs/api.md, "Telemetry"): for source i, a traffic source named after kind and
+// source_hosts[i] (core/telemetry.h) with "sent_bytes" (what its generator has sent, its report's
+// total) and "flows_connected"; for the sink, the sink role on sink_host with "received_bytes". A
+// generator that has not reported yet, or a side the observation does not have (a part of a set cut
+// across agents), gives no point.
+std::vector<core::TelemetryPoint> trafficTelemetry(const nlohmann::json& observed,
+                                                   const std::string& kind,
+                                                   const std::vector<std::string>& source_hosts,
+                                                   const std::string& sink_host, double t_ms);
 
 }  // namespace fabric_chaos::scenarios

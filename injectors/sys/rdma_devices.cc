@@ -1,10 +1,13 @@
 #include "injectors/sys/rdma_devices.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <system_error>
 
 namespace fabric_chaos::sys {
@@ -57,7 +60,39 @@ class SysfsRdmaDevices : public RdmaDevices {
     return out;
   }
 
+  std::vector<RdmaPortCounters> hwCounters() override {
+    std::vector<RdmaPortCounters> out;
+    for (const RdmaDevice& dev : list()) {
+      for (const RdmaPortState& port : dev.ports) {
+        const fs::path dir = fs::path(sys_root_) / "class" / "infiniband" / dev.name / "ports" /
+                             std::to_string(port.port) / "hw_counters";
+        RdmaPortCounters counters{dev.name, port.port, {}};
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+          const std::string name = it->path().filename().string();
+          if (name == "lifespan") continue;
+          auto value = parseCounter(readSmallFile(it->path()));
+          if (value) counters.counters.emplace_back(name, *value);
+        }
+        if (counters.counters.empty()) continue;
+        std::sort(counters.counters.begin(), counters.counters.end());
+        out.push_back(std::move(counters));
+      }
+    }
+    return out;
+  }
+
  private:
+  static std::optional<int64_t> parseCounter(const std::string& text) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    errno = 0;
+    const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno == ERANGE || value > static_cast<unsigned long long>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(value);
+  }
+
   std::string sys_root_;
 };
 

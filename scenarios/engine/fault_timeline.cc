@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <variant>
 
 #include "core/log.h"
 #include "scenarios/composition.h"
+#include "scenarios/congestion.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -328,6 +330,24 @@ void FaultTimeline::retryDue() {
   restore(due, "retry", -1, false);
 }
 
+void FaultTimeline::recordTrafficTelemetry(const PlannedAction& action, const json& observed) {
+  const auto* set = std::get_if<injectors::TrafficSetTarget>(&action.target.target);
+  if (set == nullptr || deps_.recorder == nullptr) return;
+  // Which fabric hosts the observation's sources and sink are (scenarios/step_targets.h).
+  std::vector<std::string> sources;
+  std::string sink;
+  if (set->part == injectors::TrafficPart::kSources) {
+    sources.push_back(action.target.host);
+    sources.insert(sources.end(), action.target.other_hosts.begin(),
+                   action.target.other_hosts.end());
+  } else {
+    sink = action.target.host;
+    if (set->part == injectors::TrafficPart::kWhole) sources = action.target.other_hosts;
+  }
+  deps_.recorder->telemetry(deps_.run_id,
+                            trafficTelemetry(observed, action.kind, sources, sink, msNow()));
+}
+
 void FaultTimeline::checkHealth(int64_t quiet_until_ns) {
   const int64_t now = deps_.clock->nowNs();
   if (quiet_until_ns - now < kHealthPeriodMs * 1000000 / 10) return;
@@ -339,7 +359,9 @@ void FaultTimeline::checkHealth(int64_t quiet_until_ns) {
     stack.health_due_ns = now + kHealthPeriodMs * 1000000;
     const Pattern& pattern = patterns_.at(stack.pattern);
     auto observed = pattern.agent->observeFault(stack.fault);
-    if (!observed.isOk() || observed->value("running", true)) continue;
+    if (!observed.isOk()) continue;
+    recordTrafficTelemetry(stack.base, *observed);
+    if (observed->value("running", true)) continue;
     stack.unhealthy = true;
     json detail = actionJson(stack.base);
     detail["observed"] = *observed;

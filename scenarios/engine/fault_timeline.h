@@ -83,6 +83,8 @@ class FaultTimeline {
   // kHealthPeriodMs, and records a fault_unhealthy event, once per fault, when the emitter has
   // stopped before its window ended. Skipped while an instant is due before `quiet_until_ns`:
   // an observation must never delay a scheduled change.
+  // A traffic fault's health check also stores its generators' counters as the run's telemetry
+  // (scenarios/congestion.h trafficTelemetry), once a second while it is in force.
   void checkHealth(int64_t quiet_until_ns);
   static constexpr int64_t kHealthPeriodMs = 1000;
   // When the next retry is due (steady ns); nullopt when none is pending.
@@ -98,6 +100,7 @@ class FaultTimeline {
   const std::map<int, std::pair<double, double>>& windows() const { return windows_; }
 
  private:
+  void recordTrafficTelemetry(const PlannedAction& action, const nlohmann::json& observed);
   // One journal entry: the state one kind changes on one target resource, captured before the
   // plan's first fault there, shared by every phase of the plan on it.
   struct Pattern {

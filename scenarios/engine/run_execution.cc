@@ -201,7 +201,8 @@ Status RunExecution::run(const store::RunRecord& record) {
   telemetry_ = std::make_unique<TelemetrySampler>(
       TelemetrySamplerDeps{
           deps_.store, deps_.switch_telemetry, deps_.clock, run_id_, origin_ns_,
-          [this](const std::string& kind, json detail) { event(kind, std::move(detail)); }},
+          [this](const std::string& kind, json detail) { event(kind, std::move(detail)); },
+          rdmaTelemetryAgents()},
       fabric_);
   telemetry_->start();
 
@@ -229,6 +230,16 @@ Status RunExecution::run(const store::RunRecord& record) {
 
   setState(RunState::kAnalysing);
   return analyse(scenario, baseline_start, baseline_end, observe_end);
+}
+
+std::vector<RdmaTelemetryHost> RunExecution::rdmaTelemetryAgents() {
+  std::vector<RdmaTelemetryHost> out;
+  for (const Host& host : rdmaTelemetryHosts(fabric_)) {
+    auto agent = deps_.agents->agentFor(AgentRef{host.agent, host.agent_token_file});
+    // The run itself reaches its agents through the same directory and reports a failure there.
+    if (agent.isOk()) out.push_back({host.name, agent.value()});
+  }
+  return out;
 }
 
 // The busbw threshold is a fraction of the baseline median, computed as the analysis will.

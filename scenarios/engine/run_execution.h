@@ -74,6 +74,8 @@ class RunExecution : public agent::WorkloadListener {
   core::Status run(const store::RunRecord& record);
   core::Status recordBackends(const std::vector<PlannedAction>& plan);
   core::Status waitForRing();
+  // The agents of the fabric hosts whose RDMA counters the run samples (rdmaTelemetryHosts).
+  std::vector<RdmaTelemetryHost> rdmaTelemetryAgents();
   core::Status armBusbwCondition(const Scenario& scenario, double baseline_start,
                                  double baseline_end);
   core::Status runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end);

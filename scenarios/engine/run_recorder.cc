@@ -30,6 +30,13 @@ void RunRecorder::runState(int64_t run_id, std::string state) {
   post(Item{ItemKind::kRunState, {}, run_id, std::move(state)});
 }
 
+void RunRecorder::telemetry(int64_t run_id, std::vector<core::TelemetryPoint> points) {
+  if (points.empty()) return;
+  Item item{ItemKind::kTelemetry, {}, run_id, ""};
+  item.points = std::move(points);
+  post(std::move(item));
+}
+
 core::Status RunRecorder::write(store::Store& store, const Item& item) {
   switch (item.kind) {
     case ItemKind::kEvent:
@@ -38,6 +45,8 @@ core::Status RunRecorder::write(store::Store& store, const Item& item) {
       return store.journalMark(item.id, item.state);
     case ItemKind::kRunState:
       return store.setRunState(item.id, item.state);
+    case ItemKind::kTelemetry:
+      return store.appendTelemetry(item.id, item.points);
   }
   return core::Status::ok();
 }
@@ -50,6 +59,9 @@ std::string RunRecorder::describe(const Item& item) {
       return "journal mark " + item.state + " of entry " + std::to_string(item.id);
     case ItemKind::kRunState:
       return "state " + item.state + " of run " + std::to_string(item.id);
+    case ItemKind::kTelemetry:
+      return std::to_string(item.points.size()) + " telemetry points of run " +
+             std::to_string(item.id);
   }
   return "";
 }

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/store.h"
 
@@ -31,15 +32,19 @@ class RunRecorder {
   // The run's state (Store::setRunState), for GET /v1/runs and its transitions; the engine's own
   // view of the state is in memory and changes at once.
   void runState(int64_t run_id, std::string state);
+  // Telemetry points the run takes besides the switches' (a traffic fault's generators' counters,
+  // read at its health checks): Store::appendTelemetry, as one batch.
+  void telemetry(int64_t run_id, std::vector<core::TelemetryPoint> points);
   void flush();
 
  private:
-  enum class ItemKind { kEvent, kJournalMark, kRunState };
+  enum class ItemKind { kEvent, kJournalMark, kRunState, kTelemetry };
   struct Item {
     ItemKind kind = ItemKind::kEvent;
     store::EventRecord event;
     int64_t id = 0;  // journal entry or run
     std::string state;
+    std::vector<core::TelemetryPoint> points = {};
   };
   static core::Status write(store::Store& store, const Item& item);
   static std::string describe(const Item& item);

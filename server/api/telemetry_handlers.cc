@@ -1,9 +1,11 @@
-// GET /v1/runs/{id}/telemetry: the run's fabric telemetry (switch queues every 100 ms), grouped
+// GET /v1/runs/{id}/telemetry: the run's fabric telemetry (switch queues every 100 ms, traffic
+// generators' and RDMA ports' counters), grouped
 // into one series per source and metric, with optional filters so that a dashboard can fetch
 // only what is new.
 
 #include <map>
 
+#include "core/telemetry.h"
 #include "server/api/handlers.h"
 #include "server/api/run_lookup.h"
 #include "server/api/util.h"
@@ -13,19 +15,29 @@ namespace {
 
 using nlohmann::json;
 
-// Gauges are read as they are; every other metric is a counter since the queue was made.
-bool isGauge(const std::string& metric) { return metric == "backlog_bytes"; }
-
-// "sw0/p3/best_effort" -> {"switch": "sw0", "port": "p3", "queue": "best_effort"}; other shapes
-// keep only "source".
-json describeSource(const std::string& source) {
-  json out = {{"source", source}};
-  const size_t a = source.find('/');
-  const size_t b = a == std::string::npos ? a : source.find('/', a + 1);
-  if (b != std::string::npos && source.find('/', b + 1) == std::string::npos) {
-    out["switch"] = source.substr(0, a);
-    out["port"] = source.substr(a + 1, b - a - 1);
-    out["queue"] = source.substr(b + 1);
+// The source's name and what it names (core/telemetry.h): "type" and, per type, its parts. A
+// name no source type has keeps only "source".
+json describeSource(const std::string& name) {
+  json out = {{"source", name}};
+  const auto source = core::parseTelemetrySource(name);
+  if (!source) return out;
+  out["type"] = core::describe(source->type);
+  switch (source->type) {
+    case core::TelemetrySourceType::kSwitchQueue:
+      out["switch"] = source->node;
+      out["port"] = source->port;
+      out["queue"] = source->detail;
+      break;
+    case core::TelemetrySourceType::kTraffic:
+      out["host"] = source->node;
+      out["fault_kind"] = source->detail;
+      out["role"] = core::describe(source->role);
+      break;
+    case core::TelemetrySourceType::kRdmaPort:
+      out["host"] = source->node;
+      out["device"] = source->detail;
+      out["port"] = std::stoi(source->port);
+      break;
   }
   return out;
 }
@@ -53,7 +65,7 @@ Response getRunTelemetry(Context& ctx, const Call& call) {
     if (series.empty() || key != current) {
       json entry = describeSource(p.source);
       entry["metric"] = p.metric;
-      entry["kind"] = isGauge(p.metric) ? "gauge" : "counter";
+      entry["kind"] = core::isGaugeMetric(p.metric) ? "gauge" : "counter";
       entry["t_ms"] = json::array();
       entry["values"] = json::array();
       series.push_back(std::move(entry));

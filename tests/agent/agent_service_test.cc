@@ -15,6 +15,7 @@
 #include <future>
 #include <thread>
 
+#include "agent/agent_wire.h"
 #include "agent/local_agent.h"
 #include "core/clock.h"
 #include "injectors/registry.h"
@@ -758,6 +759,9 @@ TEST(KindInfoJson, RoundTrips) {
 class FixedRdmaDevices : public sys::RdmaDevices {
  public:
   std::vector<sys::RdmaDevice> list() override { return {{"rxe0", {{1, "ACTIVE", 16}}}}; }
+  std::vector<sys::RdmaPortCounters> hwCounters() override {
+    return {{"rxe0", 1, {{"rcvd_seq_err", 2}, {"sent_pkts", 900}}}};
+  }
 };
 
 // GET /agent/v1/describe: the agent's own report (version, host, kinds, netdevs of every namespace
@@ -808,6 +812,46 @@ TEST_F(AgentServiceTest, DescribeReportsTheAgentAndItsHost) {
   EXPECT_EQ(call("GET", "/agent/v1/describe", nullptr, "-").status, 401);
 }
 
+// GET /agent/v1/rdma/counters: the host's RDMA ports' hw_counters as the sysfs adapter read them,
+// decoded by the controller; none without RDMA.
+TEST_F(AgentServiceTest, RdmaCountersReportsEveryPortsHardwareCounters) {
+  FixedRdmaDevices rdma;
+  LocalAgentOptions options{"/bin/true", ""};
+  options.rdma = &rdma;
+  agent_ = std::make_unique<ScriptedAgent>(registry_, launcher_, options);
+  service();
+  auto response = call("GET", "/agent/v1/rdma/counters");
+  ASSERT_EQ(response.status, 200) << response.body;
+  const json doc = parse(response);
+  EXPECT_EQ(doc["ports"], json::parse(R"([{"device": "rxe0", "port": 1,
+    "counters": {"rcvd_seq_err": 2, "sent_pkts": 900}}])"));
+  auto decoded = rdmaCountersFromJson(doc);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
+  ASSERT_EQ(decoded->size(), 1u);
+  EXPECT_EQ((*decoded)[0].device, "rxe0");
+  EXPECT_EQ((*decoded)[0].port, 1);
+  using Counters = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ((*decoded)[0].counters, (Counters{{"rcvd_seq_err", 2}, {"sent_pkts", 900}}));
+  EXPECT_EQ(call("POST", "/agent/v1/rdma/counters").status, 405);
+  EXPECT_EQ(call("GET", "/agent/v1/rdma/counters", nullptr, "-").status, 401);
+
+  service_.reset();  // it holds the agent
+  agent_ =
+      std::make_unique<ScriptedAgent>(registry_, launcher_, LocalAgentOptions{"/bin/true", ""});
+  service();
+  EXPECT_EQ(parse(call("GET", "/agent/v1/rdma/counters"))["ports"], json::array());
+}
+
+TEST(RdmaCountersJson, RefusesPortsWithoutNamesAndCountersThatAreNotIntegers) {
+  EXPECT_TRUE(rdmaCountersFromJson(json::object())->empty());
+  EXPECT_FALSE(rdmaCountersFromJson(json::array()).isOk());
+  EXPECT_FALSE(rdmaCountersFromJson(json::parse(R"({"ports": [{"port": 1}]})")).isOk());
+  EXPECT_FALSE(rdmaCountersFromJson(json::parse(R"({"ports": [{"device": "rxe0"}]})")).isOk());
+  EXPECT_FALSE(rdmaCountersFromJson(json::parse(R"({"ports": [{"device": "rxe0", "port": 1,
+                                  "counters": {"sent_pkts": "many"}}]})"))
+                   .isOk());
+}
+
 TEST_F(AgentServiceTest, DescribeFallsBackToTheServicesVersionAndTheProbesHostname) {
   service();
   auto response = call("GET", "/agent/v1/describe");
@@ -855,6 +899,37 @@ TEST(SysfsRdmaDevices, ReadsPortsStatesAndGidTableSizes) {
   EXPECT_TRUE(sys::makeSysfsRdmaDevices(dir.path() + "/nowhere")->list().empty());
   EXPECT_EQ(sys::rdmaPortStateName("ACTIVE"), "ACTIVE");
   EXPECT_EQ(sys::rdmaPortStateName(" 4: ACTIVE\n"), "ACTIVE");
+}
+
+TEST(SysfsRdmaDevices, ReadsEveryPortsHardwareCountersByName) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  auto write = [](const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  };
+  const fs::path rxe = dir.path() + "/class/infiniband/rxe0/ports/1";
+  write(rxe / "state", "4: ACTIVE\n");
+  write(rxe / "hw_counters/sent_pkts", "77442\n");
+  write(rxe / "hw_counters/rcvd_seq_err", "3\n");
+  write(rxe / "hw_counters/lifespan", "10\n");                   // a setting, not a counter
+  write(rxe / "hw_counters/garbled", "n/a\n");                   // not a number
+  write(rxe / "hw_counters/too_big", "18446744073709551615\n");  // past int64
+  const fs::path mlx = dir.path() + "/class/infiniband/mlx5_0/ports/1";
+  write(mlx / "state", "4: ACTIVE\n");
+  write(mlx / "hw_counters/np_cnp_sent", "12\n");
+  write(mlx / "hw_counters/rp_cnp_handled", "0\n");
+  write(dir.path() + "/class/infiniband/mlx5_0/ports/2/state", "1: DOWN\n");  // no hw_counters
+
+  auto ports = sys::makeSysfsRdmaDevices(dir.path())->hwCounters();
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports[0].device, "mlx5_0");
+  EXPECT_EQ(ports[0].port, 1);
+  using Counters = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(ports[0].counters, (Counters{{"np_cnp_sent", 12}, {"rp_cnp_handled", 0}}));
+  EXPECT_EQ(ports[1].device, "rxe0");
+  EXPECT_EQ(ports[1].counters, (Counters{{"rcvd_seq_err", 3}, {"sent_pkts", 77442}}));
+  EXPECT_TRUE(sys::makeSysfsRdmaDevices(dir.path() + "/nowhere")->hwCounters().empty());
 }
 
 TEST(SystemHostProbe, ReadsASysfsTreeAndToleratesGaps) {

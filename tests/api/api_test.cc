@@ -700,6 +700,7 @@ TEST_F(ApiTest, RunTelemetryGroupsPointsIntoSeries) {
   EXPECT_EQ(body["run_id"], id);
   ASSERT_EQ(body["series"].size(), 3u);
   EXPECT_EQ(body["series"][0], (json{{"source", "sw0/p1/lossless"},
+                                     {"type", "switch_queue"},
                                      {"switch", "sw0"},
                                      {"port", "p1"},
                                      {"queue", "lossless"},
@@ -719,6 +720,47 @@ TEST_F(ApiTest, RunTelemetryGroupsPointsIntoSeries) {
   EXPECT_TRUE(parse(call("GET", base + "?metric=ecn_marked"))["series"].empty());
   expectError(call("GET", base + "?after_ms=soon"), 400, "INVALID_ARGUMENT", "after_ms");
   expectError(call("GET", "/v1/runs/4242/telemetry"), 404, "NOT_FOUND", "run 4242");
+}
+
+TEST_F(ApiTest, RunTelemetryNamesWhatEachSourceIs) {
+  const int64_t id = seedRun();
+  ASSERT_TRUE(store_
+                  ->appendTelemetry(id, {{1000, "traffic/incast/h0", "sent_bytes", 5000},
+                                         {1000, "traffic/incast/h0", "flows_connected", 2},
+                                         {1000, "traffic/incast/h3/sink", "received_bytes", 4000},
+                                         {250, "rdma/vm1/rxe0/1", "rcvd_seq_err", 3},
+                                         {0, "from/a/later/version/x", "tx_bytes", 1}})
+                  .isOk());
+  json series = parse(call("GET", "/v1/runs/" + std::to_string(id) + "/telemetry"))["series"];
+  ASSERT_EQ(series.size(), 5u);
+  std::map<std::string, json> by_key;
+  for (json& s : series) {
+    const std::string key = s["source"].get<std::string>() + " " + s["metric"].get<std::string>();
+    s.erase("t_ms");
+    s.erase("values");
+    by_key[key] = s;
+  }
+  EXPECT_EQ(by_key["traffic/incast/h0 sent_bytes"], (json{{"source", "traffic/incast/h0"},
+                                                          {"type", "traffic"},
+                                                          {"host", "h0"},
+                                                          {"fault_kind", "incast"},
+                                                          {"role", "source"},
+                                                          {"metric", "sent_bytes"},
+                                                          {"kind", "counter"}}));
+  EXPECT_EQ(by_key["traffic/incast/h0 flows_connected"]["kind"], "gauge");
+  EXPECT_EQ(by_key["traffic/incast/h3/sink received_bytes"]["role"], "sink");
+  EXPECT_EQ(by_key["traffic/incast/h3/sink received_bytes"]["host"], "h3");
+  EXPECT_EQ(by_key["rdma/vm1/rxe0/1 rcvd_seq_err"], (json{{"source", "rdma/vm1/rxe0/1"},
+                                                          {"type", "rdma_port"},
+                                                          {"host", "vm1"},
+                                                          {"device", "rxe0"},
+                                                          {"port", 1},
+                                                          {"metric", "rcvd_seq_err"},
+                                                          {"kind", "counter"}}));
+  // A name no source type has is served as it is, without a type.
+  EXPECT_EQ(
+      by_key["from/a/later/version/x tx_bytes"],
+      (json{{"source", "from/a/later/version/x"}, {"metric", "tx_bytes"}, {"kind", "counter"}}));
 }
 
 TEST_F(ApiTest, RunEvents) {

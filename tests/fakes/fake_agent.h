@@ -51,6 +51,10 @@ class FakeAgent : public agent::Agent {
       {"packet_loss", "fake loss", true, "", "fake-nftables"}};
   std::vector<agent::AgentNetdev> netdevs;
   std::vector<sys::RdmaDevice> rdma_devices;
+  // What rdmaCounters() answers; every call adds `rdma_counter_step` to each counter, so that
+  // consecutive readings grow as a busy port's do.
+  std::vector<sys::RdmaPortCounters> rdma_counters;
+  int64_t rdma_counter_step = 0;
   std::string hostname = "fake-host";
   std::string version = "fake-1";
   int64_t realtime_skew_ns = 0;  // added to the real wall clock in info()'s clock sample
@@ -76,6 +80,19 @@ class FakeAgent : public agent::Agent {
     return out;
   }
   int infoCalls() const { return info_calls_; }
+
+  core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() override {
+    rdma_counter_calls_++;
+    if (unreachable) {
+      return core::Status(core::StatusCode::kUnavailable, "agent unreachable: connection refused");
+    }
+    std::lock_guard lock(mu_);
+    for (auto& port : rdma_counters) {
+      for (auto& [name, value] : port.counters) value += rdma_counter_step;
+    }
+    return rdma_counters;
+  }
+  int rdmaCounterCalls() const { return rdma_counter_calls_; }
   int validateCalls() const { return validate_calls_; }
 
   std::vector<injectors::KindInfo> capabilities() override { return kinds; }
@@ -224,6 +241,7 @@ class FakeAgent : public agent::Agent {
   };
 
   std::atomic<int> info_calls_{0};
+  std::atomic<int> rdma_counter_calls_{0};
   std::atomic<int> validate_calls_{0};
   std::mutex mu_;
   fakes::FailSchedule revert_failures_;

@@ -45,17 +45,18 @@ TEST(CongestionTest, TheQueueThatDroppedMostDuringTheWindow) {
 }
 
 TEST(CongestionTest, WithoutDropsMarksThenBytesDecide) {
-  std::vector<TelemetryPoint> points = {{0, "a", "tx_bytes", 0},   {100, "a", "tx_bytes", 900},
-                                        {0, "b", "tx_bytes", 0},   {100, "b", "tx_bytes", 10},
-                                        {0, "b", "ecn_marked", 0}, {100, "b", "ecn_marked", 3}};
+  std::vector<TelemetryPoint> points = {
+      {0, "sw0/a/best_effort", "tx_bytes", 0},   {100, "sw0/a/best_effort", "tx_bytes", 900},
+      {0, "sw0/b/best_effort", "tx_bytes", 0},   {100, "sw0/b/best_effort", "tx_bytes", 10},
+      {0, "sw0/b/best_effort", "ecn_marked", 0}, {100, "sw0/b/best_effort", "ecn_marked", 3}};
   auto q = hottestQueue(points, 0, 100);
   ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(q->source, "b");
+  EXPECT_EQ(q->source, "sw0/b/best_effort");
   EXPECT_EQ(q->ecn_marked, 3);
   points.resize(4);
   q = hottestQueue(points, 0, 100);
   ASSERT_TRUE(q.has_value());
-  EXPECT_EQ(q->source, "a");
+  EXPECT_EQ(q->source, "sw0/a/best_effort");
 }
 
 TEST(CongestionTest, AWindowWithoutReadingsHasNoHottestQueue) {
@@ -66,6 +67,45 @@ TEST(CongestionTest, AWindowWithoutReadingsHasNoHottestQueue) {
   const auto q = hottestQueue(points, -500, 150);
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(q->tx_bytes, 1000);
+}
+
+TEST(CongestionTest, SeriesThatAreNotSwitchQueuesAreNeverTheHottest) {
+  // Even with a queue's metric names, a traffic generator or an RDMA port is not a queue.
+  std::vector<TelemetryPoint> points = {
+      {0, "traffic/incast/h0", "tx_bytes", 0}, {100, "traffic/incast/h0", "tx_bytes", 1 << 20},
+      {0, "traffic/incast/h0", "drops", 0},    {100, "traffic/incast/h0", "drops", 9},
+      {0, "rdma/vm1/rxe0/1", "tx_bytes", 0},   {100, "rdma/vm1/rxe0/1", "tx_bytes", 1 << 21},
+      {0, "rdma/vm1/rxe0/1", "drops", 0},      {100, "rdma/vm1/rxe0/1", "drops", 19}};
+  EXPECT_FALSE(hottestQueue(points, 0, 100).has_value());
+  const auto queue_points = queue("sw0/p1/best_effort", 1);
+  points.insert(points.end(), queue_points.begin(), queue_points.end());
+  const auto q = hottestQueue(points, 0, 1000);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->source, "sw0/p1/best_effort");
+}
+
+TEST(CongestionTest, ATrafficObservationBecomesPerHostCountersAtItsTime) {
+  const nlohmann::json observed = {
+      {"running", true},
+      {"sink", {{"endpoint", "eth0"}, {"report", {{"bytes", 5000}}}}},
+      {"sources",
+       {{{"endpoint", "eth0"}, {"report", {{"bytes", 3000}, {"connected", 2}}}},
+        {{"endpoint", "eth0"}, {"report", nullptr}}}}};
+  const auto points = trafficTelemetry(observed, "incast", {"vm0", "vm2"}, "vm1", 1500);
+  ASSERT_EQ(points.size(), 3u) << "vm2 has not reported yet";
+  EXPECT_EQ(points[0].source, "traffic/incast/vm0");
+  EXPECT_EQ(points[0].metric, "sent_bytes");
+  EXPECT_EQ(points[0].value, 3000);
+  EXPECT_EQ(points[0].t_ms, 1500);
+  EXPECT_EQ(points[1].metric, "flows_connected");
+  EXPECT_EQ(points[1].value, 2);
+  EXPECT_EQ(points[2].source, "traffic/incast/vm1/sink");
+  EXPECT_EQ(points[2].metric, "received_bytes");
+  EXPECT_EQ(points[2].value, 5000);
+  // A sources part's observation has no sink; a sink part's no sources.
+  EXPECT_EQ(trafficTelemetry(observed, "incast", {"vm0", "vm2"}, "", 0).size(), 2u);
+  EXPECT_EQ(trafficTelemetry(observed, "incast", {}, "vm1", 0).size(), 1u);
+  EXPECT_TRUE(trafficTelemetry(nullptr, "incast", {"vm0"}, "vm1", 0).empty());
 }
 
 TEST(CongestionTest, TrafficShareFromAnIncastObservation) {

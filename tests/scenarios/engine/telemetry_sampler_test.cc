@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "tests/fakes/fake_agent.h"
+
 namespace fabric_chaos::scenarios {
 namespace {
 
@@ -74,7 +76,7 @@ class TelemetrySamplerTest : public ::testing::Test {
             run_id_,
             1'000'000'000,
             [this](const std::string& kind, json detail) {
-              events_.push_back(kind + " " + detail.value("switch", ""));
+              events_.push_back(kind + " " + detail.value("switch", detail.value("host", "")));
             }};
   }
   std::unique_ptr<store::Store> store_;
@@ -136,6 +138,88 @@ TEST_F(TelemetrySamplerTest, WithoutASourceNothingIsSampled) {
   sampler.start();
   sampler.stop();
   EXPECT_TRUE(store_->telemetry(run_id_)->empty());
+}
+
+TEST(RdmaTelemetryHosts, EachRemoteAgentOnceAndTheControllersOwnNamespaceOnly) {
+  Fabric fabric;
+  auto host = [](std::string name, std::string netns, std::string agent) {
+    Host h;
+    h.name = std::move(name);
+    h.netns = std::move(netns);
+    h.agent = std::move(agent);
+    return h;
+  };
+  fabric.hosts = {host("h0", "fcl-h0", "local"),  // a namespace: shares the machine's /sys
+                  host("vm0", "", "http://127.0.0.1:7100"),
+                  host("vm1", "", "http://127.0.0.1:7101"),
+                  host("vm1-rail1", "", "http://127.0.0.1:7101"),  // the same machine as vm1
+                  host("ctl", "", "local"),
+                  host("ctl2", "", "")};
+  std::vector<std::string> names;
+  for (const Host& h : rdmaTelemetryHosts(fabric)) names.push_back(h.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"vm0", "vm1", "ctl"}));
+}
+
+TEST_F(TelemetrySamplerTest, RdmaHostsCountersBecomePortSeriesOnTheRunClock) {
+  testing::FakeAgent vm1;
+  vm1.rdma_counters = {{"rxe0", 1, {{"rcvd_seq_err", 0}, {"sent_pkts", 100}}}};
+  vm1.rdma_counter_step = 5;
+  testing::FakeAgent tcp_only;  // answers, with no RDMA port
+  TelemetrySamplerDeps with_rdma = deps();
+  with_rdma.rdma_hosts = {{"vm1", &vm1}, {"vm0", &tcp_only}};
+  TelemetrySampler sampler(with_rdma, Fabric{});
+  EXPECT_TRUE(sampler.samplesAnything());
+  clock_.now_ns = 1'500'000'000;
+  EXPECT_TRUE(sampler.sampleRdmaOnce(0));
+  EXPECT_FALSE(sampler.sampleRdmaOnce(1)) << "a host without RDMA is not asked again";
+  clock_.now_ns = 1'750'000'000;
+  EXPECT_TRUE(sampler.sampleRdmaOnce(0));
+  sampler.storePending();
+  auto points = store_->telemetry(run_id_);
+  ASSERT_TRUE(points.isOk());
+  ASSERT_EQ(points->size(), 4u);
+  EXPECT_EQ((*points)[0].source, "rdma/vm1/rxe0/1");
+  EXPECT_EQ((*points)[0].metric, "rcvd_seq_err");
+  EXPECT_DOUBLE_EQ((*points)[0].t_ms, 500);
+  EXPECT_EQ((*points)[0].value, 5);
+  EXPECT_DOUBLE_EQ((*points)[1].t_ms, 750);
+  EXPECT_EQ((*points)[1].value, 10);
+  EXPECT_EQ((*points)[3].metric, "sent_pkts");
+  EXPECT_EQ((*points)[3].value, 110);
+  EXPECT_TRUE(events_.empty());
+}
+
+TEST_F(TelemetrySamplerTest, AnUnreachableRdmaHostIsReportedOnceKeptAndItsReturnToo) {
+  testing::FakeAgent vm1;
+  vm1.rdma_counters = {{"rxe0", 1, {{"sent_pkts", 1}}}};
+  vm1.unreachable = true;
+  TelemetrySamplerDeps with_rdma = deps();
+  with_rdma.rdma_hosts = {{"vm1", &vm1}};
+  TelemetrySampler sampler(with_rdma, Fabric{});
+  EXPECT_TRUE(sampler.sampleRdmaOnce(0)) << "a guest that does not answer is asked again";
+  EXPECT_TRUE(sampler.sampleRdmaOnce(0));
+  vm1.unreachable = false;
+  EXPECT_TRUE(sampler.sampleRdmaOnce(0));
+  EXPECT_EQ(events_, (std::vector<std::string>{"telemetry_error vm1", "telemetry_resumed vm1"}));
+  sampler.storePending();
+  EXPECT_EQ(store_->telemetry(run_id_)->size(), 1u);
+}
+
+TEST_F(TelemetrySamplerTest, RdmaHostsAreAskedOnTheirOwnThreadsUntilStop) {
+  testing::FakeAgent vm1;
+  vm1.rdma_counters = {{"rxe0", 1, {{"sent_pkts", 1}}}};
+  TelemetrySamplerDeps with_rdma = deps();
+  with_rdma.rdma_hosts = {{"vm1", &vm1}};
+  TelemetrySampler sampler(with_rdma, fabricWithSwitches());
+  sampler.start();
+  while (vm1.rdmaCounterCalls() < 2 || switches_.reads("sw1") < 2) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  sampler.stop();
+  const int asked = vm1.rdmaCounterCalls();
+  EXPECT_EQ(store_->telemetry(run_id_)->size(),
+            static_cast<size_t>(asked + switches_.reads("sw0") + switches_.reads("sw1")));
+  EXPECT_EQ(vm1.rdmaCounterCalls(), asked) << "nothing is asked after stop";
 }
 
 }  // namespace
