@@ -8,7 +8,10 @@
 // says it has none; telemetry rows (and the analysis's hottest queue) are then written into serve's
 // database as a modelled fabric's sampler would have, and the panel plots them on the busbw plot's
 // x axis; the live viewer run's telemetry is seeded in two batches and followed with after_ms.
-// The pure helpers behind it (web/src/telemetry.js, step_cells.js) are checked in node first.
+// The traffic and RDMA counters panel under it: none on the star lab; then an incast's generators
+// and a Soft-RoCE port are seeded into the same table and plotted there, from the same read.
+// The pure helpers behind them (web/src/telemetry.js, host_telemetry.js, step_cells.js) are
+// checked in node first.
 // Screenshots go to $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites
 // (root, chromium, sqlite3, web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
 // Run by ctest (tests/browser/CMakeLists.txt) with FC_BINARY and FC_SOURCE_DIR set.
@@ -35,6 +38,10 @@ const kInProgress = new Set(['queued', 'preparing', 'baseline', 'injecting', 're
 const kFinal = new Set(['passed', 'failed', 'aborted', 'interrupted', 'error']);
 // The run page's rank colours and the compare view's A/B colours (web/src/plot.js, compare.js).
 const kRankColors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
+// What the run page's traffic and RDMA panel says for a finished run without either
+// (web/src/views/run_host_telemetry.js).
+const kNoHostTelemetry =
+  'no traffic or RDMA counters (the run has no traffic fault, incast or hot_spot, and its hosts have no RDMA devices)';
 const kColorA = '#1f77b4';
 const kColorB = '#d62728';
 // A short link_flap: 2 s baseline, h1's switch port down 1.5 s, 2 s recovery (docs/scenarios.md).
@@ -58,14 +65,18 @@ const artifacts = join(process.env.FC_ARTIFACTS ||
   join(process.env.FC_BUILD_DIR || (binary ? dirname(dirname(binary)) : process.cwd()), 'artifacts'), 'browser');
 
 // --- the dashboard's pure helpers, in node (no browser, so checked even where the tier skips) ---
-// web/src/telemetry.js (rates from cumulative counters, gaps, alignment) and web/src/step_cells.js
+// web/src/telemetry.js (rates from cumulative counters, gaps, alignment, source types),
+// web/src/host_telemetry.js (traffic goodput, the RDMA counter shown) and web/src/step_cells.js
 // (the recovery table's congestion cells) import nothing from the DOM. A failure here fails the
 // test before anything is brought up.
 async function checkPureHelpers() {
   const telemetryJs = await import(join(sourceDir, 'web', 'src', 'telemetry.js'));
+  const hostTelemetryJs = await import(join(sourceDir, 'web', 'src', 'host_telemetry.js'));
   const cells = await import(join(sourceDir, 'web', 'src', 'step_cells.js'));
   const { counterRates, gaugePoints, alignOnX, mergeTelemetry, seriesOf, sourcesOf, lastTelemetryMs, defaultSources,
-    queuePlotPoints } = telemetryJs;
+    queuePlotPoints, SourceType } = telemetryJs;
+  const { trafficSources, rdmaPorts, trafficGoodputPoints, rdmaCounters, defaultRdmaCounter, rdmaRatePoints,
+    isTroubleCounter } = hostTelemetryJs;
   const rateCases = [
     ['steady 10 Mbit/s, then idle', [0, 100, 200, 300], [0, 125000, 250000, 250000], 8 / 1e6, [[0.1, 10], [0.2, 10], [0.3, 0]]],
     ['a counter that goes back (queue made again) is a gap', [0, 100, 200, 300], [100, 200, 50, 150], 1,
@@ -88,7 +99,8 @@ async function checkPureHelpers() {
 
   // Incremental reads overlap (after_ms re-reads a little): every t_ms once, sorted.
   const store = new Map();
-  const wire = (source, metric, t, values) => ({ source, metric, kind: metric === 'backlog_bytes' ? 'gauge' : 'counter', t_ms: t, values });
+  const wire = (source, metric, t, values) => ({ source, type: 'switch_queue', metric,
+    kind: metric === 'backlog_bytes' ? 'gauge' : 'counter', t_ms: t, values });
   assert.equal(mergeTelemetry(store, [wire('sw0/p1/best_effort', 'drops', [0, 100, 200], [0, 0, 5])]), 3);
   assert.equal(mergeTelemetry(store, [wire('sw0/p1/best_effort', 'drops', [200, 300], [5, 9]),
     wire('sw0/p0/lossless', 'drops', [100, 300], [0, 0])]), 3, 'mergeTelemetry: a re-read point is not new');
@@ -112,6 +124,119 @@ async function checkPureHelpers() {
   assert.deepEqual(defaultSources(undefined, store), ['sw0/p1/best_effort']);
   assert.deepEqual(defaultSources([hot('sw0/p1/best_effort')], new Map()), []);
 
+  // One store holds every source type (one read for both run-page panels); each panel takes its
+  // own by the API's "type", and a series without one (a source this dashboard does not know) is
+  // plotted by neither.
+  const traffic = (source, role, metric, t, values) => ({ source, type: 'traffic', host: source.split('/')[2],
+    fault_kind: 'incast', role, metric, kind: metric === 'flows_connected' ? 'gauge' : 'counter', t_ms: t, values });
+  const rdma = (source, metric, values, stepMs = 100) => ({ source, type: 'rdma_port', host: source.split('/')[1],
+    device: source.split('/')[2], port: Number(source.split('/')[3]), metric, kind: 'counter',
+    t_ms: values.map((_, i) => i * stepMs), values });
+  const mixed = new Map();
+  mergeTelemetry(mixed, [
+    wire('sw0/p3/best_effort', 'drops', [0, 100], [0, 4]),
+    wire('sw0/p2/lossless', 'drops', [0, 100], [0, 1]),
+    traffic('traffic/incast/h0', 'source', 'sent_bytes', [0, 1000], [0, 9e9]),
+    traffic('traffic/incast/h0', 'source', 'flows_connected', [0, 1000], [4, 4]),
+    traffic('traffic/incast/h3/sink', 'sink', 'received_bytes', [0, 1000], [0, 9e9]),
+    rdma('rdma/h3/rxe0/1', 'rcvd_seq_err', [0, 9000]),
+    rdma('rdma/h3/rxe0/1', 'drops', [0, 9000]),
+    { source: 'sw9/p0/lossless/new', metric: 'drops', kind: 'counter', t_ms: [0, 100], values: [0, 9e9] },
+  ]);
+  const classCases = [
+    [SourceType.SWITCH_QUEUE, 'switch_queue', ['sw0/p2/lossless', 'sw0/p3/best_effort']],
+    [SourceType.TRAFFIC, 'traffic', ['traffic/incast/h0', 'traffic/incast/h3/sink']],
+    [SourceType.RDMA_PORT, 'rdma_port', ['rdma/h3/rxe0/1']],
+  ];
+  for (const [type, word, want] of classCases) {
+    assert.equal(type, word, 'the API\'s word for the type');
+    assert.deepEqual(sourcesOf(mixed, type), want, `sourcesOf(${type})`);
+  }
+  assert.deepEqual(trafficSources(mixed), classCases[1][2]);
+  assert.deepEqual(rdmaPorts(mixed), classCases[2][2]);
+  assert.equal(sourcesOf(mixed).length, 2 + 2 + 1 + 1, 'the untyped series is kept in the store, in no type');
+  // The switch panel's default: its queues only, whatever dropped or was named elsewhere.
+  assert.deepEqual(defaultSources([], mixed), ['sw0/p3/best_effort'],
+    'an RDMA port\'s or an untyped source\'s larger "drops" do not make them a queue');
+  assert.deepEqual(defaultSources([hot('traffic/incast/h0'), hot('rdma/h3/rxe0/1')], mixed), ['sw0/p3/best_effort'],
+    'a hottest "queue" that is a traffic source or an RDMA port is not shown as one');
+  const hostOnly = new Map();
+  mergeTelemetry(hostOnly, [traffic('traffic/incast/h0', 'source', 'sent_bytes', [0, 1000], [0, 5]),
+    rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 5])]);
+  assert.deepEqual(defaultSources(undefined, hostOnly), [], 'no switch queue: the switch panel shows none');
+
+  // Goodput from a generator's cumulative bytes, read about once a second: Mbit/s at the end of
+  // each interval; a source's sent_bytes, a sink's received_bytes.
+  const goodputCases = [
+    ['5 MB a second is 40 Mbit/s', [1000, 2000, 3000], [0, 5e6, 10e6], [[2, 40], [3, 40]]],
+    ['idle, then 1 MB in 1.25 s', [0, 1000, 2250], [0, 0, 1e6], [[1, 0], [2.25, 6.4]]],
+    ['a missed health check (2 s) is still a rate: its mean', [1000, 3000], [0, 5e6], [[3, 20]]],
+    ['5 s without a reading is still a rate', [1000, 6000], [0, 5e6], [[6, 8]]],
+    ['more than 5 s without a reading is a gap', [1000, 6001], [0, 5e6], [[6.001, null]]],
+    ['the generator started again (its counter went back): a gap', [1000, 2000, 3000], [4e6, 1e6, 2e6], [[2, null], [3, 8]]],
+    ['one reading: no rate', [1000], [5e6], []],
+  ];
+  for (const [name, t, v, want] of goodputCases) {
+    const store1 = new Map();
+    mergeTelemetry(store1, [traffic('traffic/incast/h1', 'source', 'sent_bytes', t, v),
+      traffic('traffic/incast/h1', 'source', 'flows_connected', t, t.map(() => 8)),
+      traffic('traffic/incast/h3/sink', 'sink', 'received_bytes', t, v)]);
+    const round = (points) => points.map(([x, y]) => [x, y === null ? null : Number(y.toFixed(9))]);
+    assert.deepEqual(round(trafficGoodputPoints(store1, 'traffic/incast/h1')), want, `goodput of a source: ${name}`);
+    assert.deepEqual(round(trafficGoodputPoints(store1, 'traffic/incast/h3/sink')), want, `goodput of a sink: ${name}`);
+  }
+  assert.deepEqual(trafficGoodputPoints(mixed, 'traffic/incast/h9'), [], 'a source without readings');
+
+  // The RDMA counter shown first: the trouble counter (error, sequence, retry, duplicate, RNR,
+  // CNP, ECN, timeout) that grew most over the run, summed over the ports; else sent_pkts; else the
+  // first. Counters read every 100 ms.
+  const troubleCases = [
+    ['rcvd_seq_err', true], ['out_of_seq_request', true], ['out_of_sequence', true], ['duplicate_request', true],
+    ['retry_exceeded_err', true], ['rcvd_rnr_err', true], ['rp_cnp_handled', true], ['np_cnp_sent', true],
+    ['np_ecn_marked_roce_packets', true], ['local_ack_timeout_err', true], ['send_err', true],
+    ['req_cqe_error', true], ['roce_slow_restart_cnps', true],
+    ['sent_pkts', false], ['rcvd_pkts', false], ['rdma_sends', false], ['rdma_recvs', false],
+    ['ack_deferred', false], // "err" inside a word: acks put off, not an error
+  ];
+  for (const [name, want] of troubleCases) assert.equal(isTroubleCounter(name), want, `isTroubleCounter(${name})`);
+  const port = (source, counters) => Object.entries(counters).map(([metric, values]) => rdma(source, metric, values));
+  const counterCases = [
+    ['rxe: the sequence errors of a fault window', [port('rdma/h3/rxe0/1',
+      { sent_pkts: [0, 1000, 2000], rcvd_pkts: [0, 5000, 9000], rcvd_seq_err: [0, 0, 7], duplicate_request: [0, 2, 3] })],
+    'rcvd_seq_err'],
+    ['summed over the ports', [port('rdma/h3/rxe0/1', { rcvd_seq_err: [0, 4], retry_exceeded_err: [0, 3] }),
+      port('rdma/h4/rxe0/1', { retry_exceeded_err: [0, 3] })], 'retry_exceeded_err'],
+    ['a counter that went back grew by its increases only', [port('rdma/h3/rxe0/1',
+      { rcvd_seq_err: [90, 0, 1], out_of_seq_request: [0, 2, 2] })], 'out_of_seq_request'],
+    ['mlx5: ECN marks and CNPs are trouble, not the request counts', [port('rdma/h5/mlx5_0/1',
+      { np_cnp_sent: [0, 3], np_ecn_marked_roce_packets: [0, 40], rx_write_requests: [0, 1000] })],
+    'np_ecn_marked_roce_packets'],
+    ['no trouble grew: sent_pkts', [port('rdma/h3/rxe0/1', { rcvd_seq_err: [5, 5], rcvd_pkts: [0, 99], sent_pkts: [0, 10] })],
+      'sent_pkts'],
+    ['no trouble grew, no sent_pkts: the first', [port('rdma/h5/mlx5_0/1', { rx_write_requests: [0, 9], link_downed: [0, 0],
+      out_of_sequence: [0, 0] })], 'link_downed'],
+    ['no RDMA ports', [], null],
+  ];
+  for (const [name, series, want] of counterCases) {
+    const store1 = new Map();
+    mergeTelemetry(store1, [...series.flat(), traffic('traffic/incast/h0', 'source', 'sent_bytes', [0, 1000], [0, 1e9]),
+      wire('sw0/p0/lossless', 'drops', [0, 100], [0, 1e6])]);
+    assert.equal(defaultRdmaCounter(store1, rdmaPorts(store1)), want, `defaultRdmaCounter: ${name}`);
+  }
+  const seqStore = new Map();
+  mergeTelemetry(seqStore, counterCases[0][1].flat());
+  assert.deepEqual(rdmaCounters(seqStore, rdmaPorts(seqStore)), ['duplicate_request', 'rcvd_pkts', 'rcvd_seq_err', 'sent_pkts']);
+  assert.deepEqual(rdmaRatePoints(seqStore, 'rdma/h3/rxe0/1', 'rcvd_seq_err'), [[0.1, 0], [0.2, 70]], 'per second');
+  assert.deepEqual(rdmaRatePoints(seqStore, 'rdma/h3/rxe0/1', 'np_cnp_sent'), [], 'a counter the port does not have');
+  const slowPort = new Map();
+  mergeTelemetry(slowPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 250, 1500], 1000)]);
+  assert.deepEqual(rdmaRatePoints(slowPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[1, 250], [2, 1250]],
+    'RDMA: 1 s between reads is still a rate');
+  const silentPort = new Map();
+  mergeTelemetry(silentPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 250], 1001)]);
+  assert.deepEqual(rdmaRatePoints(silentPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[1.001, null]],
+    'RDMA: longer than 1 s between reads is a gap');
+
   // The recovery table's cells.
   const step = (base, fault, slowdown) => ({ baseline_iteration_ms: base, fault_iteration_ms: fault, p99_slowdown: slowdown });
   const cellCases = [
@@ -126,9 +251,12 @@ async function checkPureHelpers() {
   assert.equal(cells.fmtHottestQueue(null), '–');
   assert.equal(cells.fmtCount(1234567), '1\u00a0234\u00a0567');
   assert.equal(cells.fmtCount(999), '999');
-  return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, merge/align/default-queue checks`;
+  return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, ${classCases.length} source types, ` +
+    `${goodputCases.length} goodput cases, ${troubleCases.length} trouble-counter names, ${counterCases.length} default ` +
+    'RDMA counter cases, merge/align/default-queue checks';
 }
-console.log(`# pure dashboard helpers (web/src/telemetry.js, step_cells.js) passed: ${await checkPureHelpers()}`);
+console.log('# pure dashboard helpers (web/src/telemetry.js, host_telemetry.js, step_cells.js) passed: ' +
+  `${await checkPureHelpers()}`);
 
 // --- prerequisites: skip outside CI, fail in CI --------------------------------------------------
 function missingPrerequisites() {
@@ -383,6 +511,42 @@ function seedTelemetry(runId, fromMs, toMs, faultStart, faultEnd, counters = {})
   }
   sqlite(`INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES ${rows.join(', ')};`);
   return { rows: rows.length, sources, counters };
+}
+
+// A traffic fault's generators and an RDMA port, as the engine stores them beside the switch
+// queues (same table; the API tells them apart by the source name, docs/api.md): an incast from
+// h0 and h1 into h3, read every 1000 ms from fromMs to toMs (h0 sends 40 Mbit/s; h1 20 Mbit/s,
+// 60 inside [faultStart, faultEnd); the sink receives both), and h3's Soft-RoCE port read every
+// 100 ms, sending 800 packets a tick and counting 3 sequence errors a tick inside the window only.
+const kTrafficSources = ['traffic/incast/h0', 'traffic/incast/h1', 'traffic/incast/h3/sink'];
+const kRdmaPort = 'rdma/h3/rxe0/1';
+function seedHostTelemetry(runId, fromMs, toMs, faultStart, faultEnd) {
+  const rows = [];
+  const row = (t, source, metric, value) => rows.push(`(${runId}, ${t}, ${sqlText(source)}, ${sqlText(metric)}, ${value})`);
+  const sent = { h0: 0, h1: 0 };
+  for (let t = fromMs; t <= toMs; t += 1000) {
+    const inFault = t >= faultStart && t < faultEnd;
+    if (t > fromMs) {
+      sent.h0 += 5e6;
+      sent.h1 += inFault ? 7.5e6 : 2.5e6;
+    }
+    row(t, kTrafficSources[0], 'sent_bytes', sent.h0);
+    row(t, kTrafficSources[0], 'flows_connected', 4);
+    row(t, kTrafficSources[1], 'sent_bytes', sent.h1);
+    row(t, kTrafficSources[1], 'flows_connected', 4);
+    row(t, kTrafficSources[2], 'received_bytes', sent.h0 + sent.h1);
+  }
+  const port = { sent_pkts: 0, rcvd_seq_err: 0 };
+  for (let t = fromMs; t <= toMs; t += 100) {
+    if (t > fromMs) {
+      port.sent_pkts += 800;
+      if (t >= faultStart && t < faultEnd) port.rcvd_seq_err += 3;
+    }
+    row(t, kRdmaPort, 'sent_pkts', port.sent_pkts);
+    row(t, kRdmaPort, 'rcvd_seq_err', port.rcvd_seq_err);
+  }
+  sqlite(`INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES ${rows.join(', ')};`);
+  return { rows: rows.length, port };
 }
 
 // --- page helpers --------------------------------------------------------------------------------
@@ -829,6 +993,11 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.waitForFunction(([sel, text]) => document.querySelector(sel)?.textContent.trim() === text,
       [tid('telemetry-empty'), noTelemetry], { timeout: 10000 });
     assert.equal(await page.locator(`${tid('telemetry')} canvas`).count(), 0);
+    // Nor traffic generators (a link_flap is no traffic fault) or RDMA ports (the lab's hosts are
+    // namespaces): the second panel says so, and why.
+    await page.waitForFunction(([sel, text]) => document.querySelector(sel)?.textContent.trim() === text,
+      [tid('host-telemetry-empty'), kNoHostTelemetry], { timeout: 10000 });
+    assert.equal(await page.locator(`${tid('host-telemetry')} canvas`).count(), 0);
     const telemetryReads = ctx.requests.filter((u) => u.includes(`/v1/runs/${ctx.runUi}/telemetry`));
     assert.ok(telemetryReads.length >= 2, `the live page did not follow the telemetry: ${JSON.stringify(telemetryReads)}`);
 
@@ -866,6 +1035,9 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.waitForSelector(`${tid('telemetry-backlog-plot')} canvas`);
     await page.waitForSelector(`${tid('telemetry-loss-plot')} canvas`);
     assert.equal(await page.locator(tid('telemetry-empty')).count(), 0);
+    assert.equal((await page.textContent(tid('host-telemetry-empty'))).trim(), kNoHostTelemetry,
+      'switch telemetry only: the traffic and RDMA panel still has none');
+    assert.equal(await page.locator(`${tid('host-telemetry')} canvas`).count(), 0);
     assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(),
       'sw0/p1/best_effort: 12\u00a0522 drops, 0 marks, peak 127 KiB');
     // Every queue listed, the hottest ticked by default.
@@ -913,6 +1085,98 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal((await legend('telemetry-rate-plot')).length, 1 + 2, 'two queues\' tx, plus x');
     assert.equal((await legend('telemetry-loss-plot')).length, 1 + 2 * 2, 'two queues\' drops and marks, plus x');
     await page.screenshot({ path: join(artifacts, 'run-telemetry-full.png'), fullPage: true });
+  });
+
+  step('traffic and RDMA counters: seeded generators and an RDMA port in their own panel, the switch panel unchanged', async () => {
+    const { page } = ctx;
+    const run = await api('GET', `/v1/runs/${ctx.runUi}`);
+    const [w] = run.result.fault_windows;
+    const from = Math.round(run.result.baseline.start_ms / 1000) * 1000;
+    const to = Math.round((w.end_ms + 1500) / 100) * 100;
+    const faultStart = Math.ceil(w.start_ms / 100) * 100;
+    const faultEnd = Math.ceil(w.end_ms / 100) * 100;
+    const seeded = seedHostTelemetry(ctx.runUi, from, to, faultStart, faultEnd);
+    console.log(`# seeded ${seeded.rows} traffic and RDMA rows for run ${ctx.runUi}, ${from}-${to} ms, ` +
+      `${seeded.port.rcvd_seq_err} sequence errors in ${faultStart}-${faultEnd} ms`);
+    assert.ok(seeded.port.rcvd_seq_err > 0, 'the fault window holds no 100 ms tick');
+    // The API names each series' type (and its parts) from the source name.
+    const { series } = await api('GET', `/v1/runs/${ctx.runUi}/telemetry`);
+    const types = {};
+    for (const s of series) types[s.type] = (types[s.type] || 0) + 1;
+    assert.deepEqual(types, { switch_queue: 3 * 5, traffic: 2 * 2 + 1, rdma_port: 2 }, 'series per type');
+    const sink = series.find((s) => s.source === kTrafficSources[2]);
+    assert.deepEqual([sink.role, sink.host, sink.fault_kind, sink.metric], ['sink', 'h3', 'incast', 'received_bytes']);
+    const port = series.find((s) => s.source === kRdmaPort);
+    assert.deepEqual([port.host, port.device, port.port, port.kind], ['h3', 'rxe0', 1, 'counter']);
+
+    // A finished run's page reads its telemetry once, for both panels.
+    const readsBefore = ctx.requests.length;
+    await page.reload();
+    await page.waitForSelector(`${tid('host-telemetry-traffic-plot')} canvas`);
+    await page.waitForSelector(`${tid('host-telemetry-rdma-plot')} canvas`);
+    await page.waitForSelector(`${tid('telemetry-rate-plot')} canvas`);
+    assert.equal(await page.locator(tid('host-telemetry-empty')).count(), 0);
+    // The switch panel lists its three queues and nothing else.
+    assert.deepEqual(await page.locator(tid('telemetry-queue')).evaluateAll((ls) => ls.map((l) => l.dataset.source)),
+      ['sw0/p0/lossless', kHotQueue, 'sw0/p1/lossless']);
+    // Every traffic source and the RDMA port listed, all ticked by default.
+    const listed = await page.locator(tid('host-telemetry-source')).evaluateAll((ls) => ls.map((l) => l.dataset.source));
+    assert.deepEqual(listed, [...kTrafficSources, kRdmaPort]);
+    const ticked = await page.locator(`${tid('host-telemetry-source')}:has(input:checked)`)
+      .evaluateAll((ls) => ls.map((l) => l.dataset.source));
+    assert.deepEqual(ticked, [...kTrafficSources, kRdmaPort]);
+    // The RDMA counter shown first: the error counter that grew (in the fault window).
+    assert.equal(await page.inputValue(tid('host-telemetry-rdma-metric')), 'rcvd_seq_err');
+    assert.deepEqual(await page.locator(`${tid('host-telemetry-rdma-metric')} option`).allTextContents(),
+      ['rcvd_seq_err', 'sent_pkts']);
+    const legend = async (box) => page.locator(`${tid(box)} .u-legend .u-series`).allTextContents();
+    const trafficLegend = await legend('host-telemetry-traffic-plot');
+    for (const label of ['traffic/incast/h0 sent', 'traffic/incast/h1 sent', 'traffic/incast/h3/sink received']) {
+      assert.ok(trafficLegend.some((l) => l.includes(label)), `no "${label}" in the traffic legend: ${JSON.stringify(trafficLegend)}`);
+    }
+    assert.equal(trafficLegend.length, 1 + 3, 'three traffic series, plus x');
+    const rdmaLegend = await legend('host-telemetry-rdma-plot');
+    assert.equal(rdmaLegend.length, 1 + 1, `RDMA legend: ${JSON.stringify(rdmaLegend)}`);
+    assert.ok(rdmaLegend[1].includes(`${kRdmaPort} rcvd_seq_err`), `RDMA legend: ${JSON.stringify(rdmaLegend)}`);
+    // Drawn in their swatches' colours (web/src/views/run_host_telemetry.js: the palette in the
+    // order of the list): h0 first, the RDMA port fourth.
+    const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
+    for (const [box, color, what] of [['host-telemetry-traffic-plot', palette[0], 'h0'], ['host-telemetry-rdma-plot', palette[3], 'the port']]) {
+      const pixels = await canvasColorCounts(`${tid(box)} canvas`, [color]);
+      console.log(`# ${box}: ${pixels.counts[0]} px in ${what}'s colour`);
+      assert.ok(pixels.counts[0] > 100, `${box}: ${what} is barely drawn (${pixels.counts[0]} px)`);
+    }
+    // The busbw plot's x axis and shading, with the panel's own testids.
+    const busbwWindow = await page.locator(`${tid('busbw-plot')} ${tid('fault-window')}`).boundingBox();
+    for (const box of ['host-telemetry-traffic-plot', 'host-telemetry-rdma-plot']) {
+      const shaded = page.locator(`${tid(box)} ${tid('host-telemetry-fault-window')}`);
+      assert.equal(await shaded.count(), 1, `${box}: fault windows`);
+      assert.match(await shaded.textContent(), /step 0: link_flap/);
+      const b = await shaded.boundingBox();
+      console.log(`# ${box} fault window x ${b.x.toFixed(0)} w ${b.width.toFixed(0)}; busbw's x ${busbwWindow.x.toFixed(0)} w ${busbwWindow.width.toFixed(0)}`);
+      assert.ok(Math.abs(b.x - busbwWindow.x) < 3 && Math.abs(b.width - busbwWindow.width) < 3,
+        `${box}: the fault window is not where the busbw plot has it (x axes differ)`);
+      assert.equal(await page.locator(`${tid(box)} ${tid('host-telemetry-baseline-window')}`).count(), 1);
+    }
+    assert.equal(await page.locator(tid('fault-window')).count(), 1, 'the busbw plot\'s own windows are still one');
+    assert.equal(await page.locator(tid('telemetry-fault-window')).count(), 3, 'the switch panel\'s windows are still three');
+    await sleep(2500);  // longer than the page's poll: a finished run is not polled
+    const reads = ctx.requests.slice(readsBefore).filter((u) => u.includes(`/v1/runs/${ctx.runUi}/telemetry`));
+    assert.equal(reads.length, 1, `telemetry reads of a finished run's page: ${JSON.stringify(reads)}`);
+    await page.locator(tid('host-telemetry')).scrollIntoViewIfNeeded();
+    await checkPage('run-host-telemetry');
+
+    // Another counter picked: its rate is plotted instead.
+    await page.selectOption(tid('host-telemetry-rdma-metric'), 'sent_pkts');
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((n) => n.textContent.includes('rdma/h3/rxe0/1 sent_pkts')),
+      `${tid('host-telemetry-rdma-plot')} .u-legend .u-series`);
+    assert.equal((await legend('host-telemetry-rdma-plot')).length, 1 + 1);
+    // The sink unticked: its line goes, the generators' stay.
+    await page.locator(`${tid('host-telemetry-source')}[data-source="${kTrafficSources[2]}"] input`).uncheck();
+    await page.waitForFunction((sel) => document.querySelectorAll(sel).length === 1 + 2,
+      `${tid('host-telemetry-traffic-plot')} .u-legend .u-series`);
+    assert.equal(await page.inputValue(tid('host-telemetry-rdma-metric')), 'sent_pkts', 'the picked counter stays picked');
+    await page.screenshot({ path: join(artifacts, 'run-host-telemetry-full.png'), fullPage: true });
   });
 
   step('compare view: two runs of the scenario overlaid, metrics table', async () => {
@@ -994,6 +1258,8 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.waitForSelector(`${tid('telemetry-rate-plot')} canvas`, { timeout: 10000 });
     const liveQueues = await page.locator(`${tid('telemetry-queue')}:has(input:checked)`).evaluateAll((ls) => ls.map((l) => l.dataset.source));
     assert.deepEqual(liveQueues, [kHotQueue], 'live, without an analysis: the queue that dropped most is shown');
+    assert.match(await page.textContent(tid('host-telemetry-empty')), /^no traffic or RDMA counters yet/,
+      'live with switch telemetry only: the traffic and RDMA panel waits for some');
     const readsBefore = ctx.requests.length;
     seedTelemetry(ctx.runViewer, 1100, 2000, 1500, 1800, counters);
     const incremental = new RegExp(`/v1/runs/${ctx.runViewer}/telemetry\\?after_ms=\\d`);

@@ -1,5 +1,7 @@
-// A run's switch telemetry (GET /v1/runs/ID/telemetry) turned into plottable points. Pure: no DOM,
-// no fetch, so that node can check it without a browser (tests/browser/dashboard_test.mjs).
+// A run's telemetry (GET /v1/runs/ID/telemetry) kept in one store and turned into plottable
+// points; the switch queues' points are built here, the traffic generators' and RDMA ports' in
+// host_telemetry.js. Pure: no DOM, no fetch, so that node can check it without a browser
+// (tests/browser/dashboard_test.mjs).
 // Counters (tx_bytes, drops, ecn_marked, ...) are cumulative since the lab made the queue: what is
 // plotted is the rate over each sampling interval. A counter that goes down (the queue was made
 // again) or an interval far longer than the sampling period (the switch could not be read) gives
@@ -7,6 +9,14 @@
 
 // Twice the sampler's 100 ms, plus slack for a late read: a longer interval is a gap.
 export const MAX_INTERVAL_MS = 1000;
+
+// The API's source types (docs/api.md, "type" of a series). A series without one names a source
+// this dashboard does not know (a later server's): it is kept in the store but never plotted.
+export const SourceType = Object.freeze({
+  SWITCH_QUEUE: 'switch_queue',
+  TRAFFIC: 'traffic',
+  RDMA_PORT: 'rdma_port',
+});
 
 const key = (source, metric) => `${source}\n${metric}`;
 
@@ -19,7 +29,8 @@ export function mergeTelemetry(store, series) {
     const k = key(s.source, s.metric);
     let entry = store.get(k);
     if (!entry) {
-      entry = { source: s.source, metric: s.metric, kind: s.kind, points: new Map() };
+      entry = { source: s.source, type: s.type ?? null, role: s.role ?? null, metric: s.metric, kind: s.kind,
+        points: new Map() };
       store.set(k, entry);
     }
     const n = Math.min(s.t_ms.length, s.values.length);
@@ -39,9 +50,22 @@ export function seriesOf(store, source, metric) {
   return { t_ms: t, values: t.map((x) => entry.points.get(x)) };
 }
 
-// Every source in the store, sorted.
-export function sourcesOf(store) {
-  return [...new Set([...store.values()].map((e) => e.source))].sort();
+// Every source in the store, or only those of one SourceType, sorted.
+export function sourcesOf(store, type = undefined) {
+  const entries = [...store.values()].filter((e) => type === undefined || e.type === type);
+  return [...new Set(entries.map((e) => e.source))].sort();
+}
+
+// The metrics stored for one source, sorted.
+export function metricsOf(store, source) {
+  return [...store.values()].filter((e) => e.source === source).map((e) => e.metric).sort();
+}
+
+// A traffic source's role as the API gave it: "source" (a sending host) or "sink"; null for a
+// source that has none.
+export function roleOf(store, source) {
+  for (const e of store.values()) if (e.source === source) return e.role;
+  return null;
 }
 
 // The latest t_ms of any series (for the next after_ms), or null.
@@ -110,9 +134,10 @@ export function counterGrowth(values) {
 
 // The queues shown before the user picks any: each step's hottest queue (the analysis's), in step
 // order; without one (a live run, or no queue suffered), the queue that dropped most, else the one
-// that sent most, so that a plot is never empty while there is telemetry.
+// that sent most, so that a plot is never empty while there is telemetry. Switch queues only: the
+// traffic generators and RDMA ports in the same store have a panel of their own.
 export function defaultSources(steps, store) {
-  const present = new Set(sourcesOf(store));
+  const present = new Set(sourcesOf(store, SourceType.SWITCH_QUEUE));
   const hottest = [];
   for (const s of steps || []) {
     const src = s && s.hottest_queue && s.hottest_queue.source;

@@ -1,10 +1,13 @@
 // #/runs/ID: one run. A finished run is loaded once; a run in progress follows its event stream
 // (GET /v1/runs/ID/stream, Server-Sent Events) and falls back to polling when the stream is not
-// available. Samples are kept by (rank, iteration) so that nothing is drawn twice. The switch
-// telemetry under the busbw plot is read once when the run is finished, every POLL_MS while live.
+// available. Samples are kept by (rank, iteration) so that nothing is drawn twice. The telemetry
+// under the busbw plot (switch queues; traffic generators and RDMA ports) is read with one request
+// into one store for both panels: once when the run is finished, every POLL_MS while live.
 import { canOperate, get, post, streamUrl, whoami } from '../api.js';
 import { busbwPlot, alignSeries, rankPoints, xLink } from '../plot.js';
 import { fmtHottestQueue, fmtP99Iteration } from '../step_cells.js';
+import { telemetryFeed } from '../telemetry_feed.js';
+import { hostTelemetryPanel } from './run_host_telemetry.js';
 import { telemetryPanel } from './run_telemetry.js';
 import { el, errorBox, fmtMs, fmtNumber, fmtPercent, fmtTime, isFinal, stateBadge } from '../util.js';
 
@@ -73,8 +76,10 @@ export async function runView(ctx, id) {
   let closed = false;
   let telemetryTimer = null;
   const link = xLink(`fc-run-${run.id}`);
-  const telemetry = telemetryPanel({ runId: run.id, link,
+  const feed = telemetryFeed(run.id);
+  const telemetry = telemetryPanel({ store: feed.store, link,
     steps: () => (current.result && current.result.analysis && current.result.analysis.steps) || [] });
+  const hostTelemetry = hostTelemetryPanel({ store: feed.store, link });
 
   const addSamples = (list) => {
     for (const s of list) {
@@ -114,6 +119,7 @@ export async function runView(ctx, id) {
     metaSlot, liveSlot, stopSlot, errorSlot,
     el('h2', {}, 'Bus bandwidth per iteration'), plotBox, plotNote,
     el('h2', {}, 'Switch telemetry'), telemetry.node,
+    el('h2', {}, 'Traffic and RDMA counters'), hostTelemetry.node,
     el('h2', {}, 'Recovery per step'), stepsSlot,
     el('div', { class: 'columns' },
       el('div', {}, el('h2', {}, 'Gates'), gatesSlot),
@@ -220,7 +226,8 @@ export async function runView(ctx, id) {
     const list = [...samples.values()];
     const { ranks, points } = rankPoints(list);
     const overlays = overlaysFor(current, events);
-    telemetry.setOverlays(telemetryOverlays(overlays));
+    telemetry.setOverlays(telemetryOverlays(overlays, 'telemetry'));
+    hostTelemetry.setOverlays(telemetryOverlays(overlays, 'host-telemetry'));
     plotNote.textContent = list.length
       ? `${list.length} samples from ${ranks.length} rank(s); shaded: fault windows${current.result && current.result.baseline ? ' and the baseline' : ''}; ticks: timeline events. Drag to zoom, double-click to reset.`
       : 'No samples yet.';
@@ -237,16 +244,24 @@ export async function runView(ctx, id) {
     renderTimeline();
   }
 
+  // One read of the feed, shown by both panels.
+  async function loadTelemetry(incremental, live) {
+    const outcome = await feed.load(incremental, live);
+    if (closed) return;
+    telemetry.show(outcome);
+    hostTelemetry.show(outcome);
+  }
+
   function followTelemetry() {
     if (telemetryTimer || closed) return;
-    const tick = () => telemetry.load(true, true);
+    const tick = () => loadTelemetry(true, true);
     telemetryTimer = setInterval(tick, POLL_MS);
     tick();
   }
 
   async function finalTelemetry() {
     if (telemetryTimer) { clearInterval(telemetryTimer); telemetryTimer = null; }
-    await telemetry.load(false, false);
+    await loadTelemetry(false, false);
   }
 
   async function reloadFinal() {
@@ -317,7 +332,7 @@ export async function runView(ctx, id) {
     startStream();
     followTelemetry();
   }
-  const drawTimer = setInterval(() => { draw(); telemetry.draw(); }, DRAW_MS);
+  const drawTimer = setInterval(() => { draw(); telemetry.draw(); hostTelemetry.draw(); }, DRAW_MS);
   return () => {
     closed = true;
     clearInterval(drawTimer);
@@ -326,14 +341,16 @@ export async function runView(ctx, id) {
     if (stream) stream.close();
     if (plot) plot.handle.destroy();
     telemetry.destroy();
+    hostTelemetry.destroy();
   };
 }
 
-// The busbw plot's overlays with testids of their own, so that the busbw plot's stay countable.
-function telemetryOverlays({ windows, markers }) {
+// The busbw plot's overlays with testids of a panel's own (prefix-fault-window, ...), so that each
+// plot's stay countable.
+function telemetryOverlays({ windows, markers }, prefix) {
   return {
-    windows: windows.map((w) => ({ ...w, testid: `telemetry-${w.testid || 'fault-window'}` })),
-    markers: markers.map((m) => ({ ...m, testid: 'telemetry-event-marker' })),
+    windows: windows.map((w) => ({ ...w, testid: `${prefix}-${w.testid || 'fault-window'}` })),
+    markers: markers.map((m) => ({ ...m, testid: `${prefix}-event-marker` })),
   };
 }
 

@@ -1,22 +1,20 @@
 // The run page's switch telemetry panel (under the busbw plot): per queue, tx Mbit/s, backlog KiB
 // and drops/s with ECN marks/s in three small plots whose plotting areas line up with the busbw
-// plot's (one y axis each, of the same width), on its x axis and with the same fault shading. Shows each step's hottest queue by default; every queue can be ticked. The run
-// page decides when to load: once for a finished run, incrementally (after_ms) while it is live.
-import { get } from '../api.js';
+// plot's (one y axis each, of the same width), on its x axis and with the same fault shading.
+// Shows each step's hottest queue by default; every queue can be ticked. Switch queues only: the
+// run page's telemetry store (telemetry_feed.js) also holds the sources run_host_telemetry.js
+// plots. The run page decides when to read: once for a finished run, every few seconds while live.
 import { RANK_COLORS } from '../plot.js';
-import { alignOnX, defaultSources, lastTelemetryMs, mergeTelemetry, queuePlotPoints, sourcesOf } from '../telemetry.js';
+import { SourceType, alignOnX, defaultSources, queuePlotPoints, sourcesOf } from '../telemetry.js';
 import { telemetryPlot } from '../telemetry_plot.js';
 import { el, errorBox } from '../util.js';
 
 export const NO_TELEMETRY = "no switch telemetry (the fabric's ports are not modelled: lab up --link-rate ...)";
-// Incremental reads start this far before the last point seen: a switch read a little later than
-// another is not missed (mergeTelemetry drops the points read twice).
-const REREAD_MS = 1000;
 
-// runId; link: the busbw plot's xLink; steps(): run.result.analysis.steps (hottest queues).
-// Returns {node, load(incremental, live), setOverlays(overlays), draw(), destroy()}.
-export function telemetryPanel({ runId, link, steps }) {
-  const store = new Map();
+// store: the run's telemetry store (telemetry_feed.js); link: the busbw plot's xLink; steps():
+// run.result.analysis.steps (hottest queues). Returns {node, show(outcome) (after each read of the
+// feed), setOverlays(overlays), draw(), destroy()}.
+export function telemetryPanel({ store, link, steps }) {
   const node = el('div', { class: 'telemetry', testid: 'telemetry' });
   const queuesBox = el('div', { class: 'telemetry-queues', testid: 'telemetry-queues' });
   const rateBox = el('div', { class: 'plot', testid: 'telemetry-rate-plot' });
@@ -61,7 +59,7 @@ export function telemetryPanel({ runId, link, steps }) {
   function draw() {
     if (!dirty || !loaded || closed) return;
     dirty = false;
-    const sources = sourcesOf(store);
+    const sources = sourcesOf(store, SourceType.SWITCH_QUEUE);
     if (!sources.length) {
       plots.hidden = true;
       message.replaceChildren(el('p', { class: 'muted', testid: 'telemetry-empty' },
@@ -124,29 +122,25 @@ export function telemetryPanel({ runId, link, steps }) {
     handles = null;
   }
 
-  // Reads the run's telemetry: everything, or (incremental) what came after the last point seen.
-  async function load(incremental, isLive) {
-    live = isLive;
-    const last = lastTelemetryMs(store);
-    const after = incremental && last !== null ? `?after_ms=${Math.max(0, last - REREAD_MS)}` : '';
-    try {
-      const reply = await get(`/v1/runs/${encodeURIComponent(runId)}/telemetry${after}`);
-      if (mergeTelemetry(store, reply.series) || !loaded) dirty = true;
-      loaded = true;
-    } catch (e) {
-      if (e.status === 401) return;
-      loaded = true;
-      message.replaceChildren(e.status === 404 && !store.size ? el('p', { class: 'muted', testid: 'telemetry-empty' }, NO_TELEMETRY)
-        : errorBox(e, 'telemetry-error'));
+  // After a read of the feed: {added, first, live, error} (telemetry_feed.js), null when refused.
+  function show(outcome) {
+    if (!outcome) return;
+    live = outcome.live;
+    loaded = true;
+    if (outcome.error) {
+      const none = outcome.error.status === 404 && !sourcesOf(store, SourceType.SWITCH_QUEUE).length;
+      message.replaceChildren(none ? el('p', { class: 'muted', testid: 'telemetry-empty' }, NO_TELEMETRY)
+        : errorBox(outcome.error, 'telemetry-error'));
       return;
     }
-    if (!live) dirty = true;  // the final read: the hottest queues are known now
+    // The final read (not live) redraws even without new points: the hottest queues are known now.
+    if (outcome.added || outcome.first || !live) dirty = true;
     draw();
   }
 
   return {
     node,
-    load,
+    show,
     setOverlays(o) { overlays = o; dirty = true; },
     draw,
     destroy() { closed = true; destroyPlots(); },
