@@ -2,9 +2,10 @@
 // A run's fabric telemetry, beside its samples, from the start of the baseline to the end of the
 // run:
 // - every 100 ms, each modelled switch of the run's fabric (SwitchTelemetry, scenarios/services.h);
-// - every 250 ms, each RDMA host's port hw_counters, asked of its agent (Agent::rdmaCounters).
+// - every 500 ms, each RDMA host's port hw_counters, asked of its agent (Agent::rdmaCounters).
 //   Slower than the switches because a VM lab guest answers on its one emulated vCPU, which the
-//   workload's rank shares: 4 small requests a second, not 10.
+//   workload's rank shares: each request is an iteration of the ring slowed by milliseconds, so
+//   2 a second, not 10. The counters are cumulative: nothing is lost between readings.
 // The switches are read on one thread, each RDMA host on a thread of its own, so that a slow guest
 // leaves a gap in its own series only. Points are stamped with the run clock and stored in batches
 // of about a second (Store::appendTelemetry). A source that cannot be read is reported once
@@ -54,7 +55,7 @@ struct TelemetrySamplerDeps {
 class TelemetrySampler {
  public:
   static constexpr int64_t kPeriodMs = 100;
-  static constexpr int64_t kRdmaPeriodMs = 250;
+  static constexpr int64_t kRdmaPeriodMs = 500;
   static constexpr int64_t kStorePeriodMs = 1000;
 
   // Samples the switches of `fabric` that have a modelled egress, and deps.rdma_hosts.

@@ -229,13 +229,13 @@ async function checkPureHelpers() {
   assert.deepEqual(rdmaRatePoints(seqStore, 'rdma/h3/rxe0/1', 'rcvd_seq_err'), [[0.1, 0], [0.2, 70]], 'per second');
   assert.deepEqual(rdmaRatePoints(seqStore, 'rdma/h3/rxe0/1', 'np_cnp_sent'), [], 'a counter the port does not have');
   const slowPort = new Map();
-  mergeTelemetry(slowPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 250, 1500], 1000)]);
-  assert.deepEqual(rdmaRatePoints(slowPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[1, 250], [2, 1250]],
-    'RDMA: 1 s between reads is still a rate');
+  mergeTelemetry(slowPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 625, 3750], 2500)]);
+  assert.deepEqual(rdmaRatePoints(slowPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[2.5, 250], [5, 1250]],
+    'RDMA: 2.5 s between reads (five missed 500 ms readings) is still a rate');
   const silentPort = new Map();
-  mergeTelemetry(silentPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 250], 1001)]);
-  assert.deepEqual(rdmaRatePoints(silentPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[1.001, null]],
-    'RDMA: longer than 1 s between reads is a gap');
+  mergeTelemetry(silentPort, [rdma('rdma/h3/rxe0/1', 'sent_pkts', [0, 250], 2501)]);
+  assert.deepEqual(rdmaRatePoints(silentPort, 'rdma/h3/rxe0/1', 'sent_pkts'), [[2.501, null]],
+    'RDMA: longer than 2.5 s between reads is a gap');
 
   // The recovery table's cells.
   const step = (base, fault, slowdown) => ({ baseline_iteration_ms: base, fault_iteration_ms: fault, p99_slowdown: slowdown });

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -186,6 +187,46 @@ TEST_F(IncastOnAModelledLab, FourSourcesFillTheSinkPortSlowTheRingAndLeaveNothin
   // Every 100 ms over baseline (2 s) + incast (6 s) + recovery (3 s), give or take a few ticks.
   EXPECT_GE(tx["t_ms"].size(), 90u);
   EXPECT_LE(tx["t_ms"].size(), 125u);
+
+  // The generators' counters, stored once a second while the incast was in force: every source
+  // and the sink, each only growing, never past the final report taken at the revert, and the
+  // sink's last reading within 1.5 s of line rate of it (the health check runs once a second).
+  const json traffic =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/telemetry").json();
+  std::map<std::string, json> traffic_series;
+  for (const json& s : traffic["series"]) {
+    if (s.value("type", "") == "traffic") {
+      traffic_series[s["source"].get<std::string>() + " " + s["metric"].get<std::string>()] = s;
+    }
+  }
+  auto lastOf = [](const json& s) { return s["values"].back().get<int64_t>(); };
+  auto nonDecreasing = [](const json& s) {
+    for (size_t i = 1; i < s["values"].size(); ++i) {
+      if (s["values"][i].get<int64_t>() < s["values"][i - 1].get<int64_t>()) return false;
+    }
+    return true;
+  };
+  const std::vector<std::string> source_hosts = {"h0", "h1", "h2", "h4"};  // the step's order
+  for (size_t i = 0; i < source_hosts.size(); ++i) {
+    const std::string& host = source_hosts[i];
+    const json& sent_series = traffic_series["traffic/incast/" + host + " sent_bytes"];
+    ASSERT_TRUE(sent_series.is_object())
+        << "no traffic telemetry for " << host << ": " << traffic.dump().substr(0, 2000);
+    EXPECT_EQ(sent_series["role"], "source");
+    EXPECT_GE(sent_series["values"].size(), 3u) << "about one reading a second for 6 s";
+    EXPECT_LE(sent_series["values"].size(), 8u);
+    EXPECT_TRUE(nonDecreasing(sent_series)) << sent_series.dump();
+    EXPECT_GT(lastOf(sent_series), 0);
+    EXPECT_LE(lastOf(sent_series), observed["sources"][i]["report"].value("bytes", int64_t{0}));
+  }
+  const json& received = traffic_series["traffic/incast/h3/sink received_bytes"];
+  ASSERT_TRUE(received.is_object()) << "no sink telemetry";
+  EXPECT_TRUE(nonDecreasing(received)) << received.dump();
+  EXPECT_LE(lastOf(received), sink_bytes);
+  EXPECT_GE(lastOf(received), sink_bytes - static_cast<int64_t>(1.5 * kRateMbit * 1e6 / 8))
+      << received.dump();
+  std::cout << "sink telemetry: " << received["values"].size() << " readings, last "
+            << lastOf(received) << " of the final " << sink_bytes << " bytes\n";
 
   EXPECT_TRUE(waitFor([] { return generatorProcesses() == 0; }, 5000))
       << runShell("pgrep -af '[t]raffic (source|sink)'").out;
