@@ -5,7 +5,7 @@
 # In CI (CI=true; .ci/run sets it) a tier whose prerequisite is missing fails instead of skipping,
 # and any skipped test fails its executable (tests/support/ci_skip_policy.h, ci_no_skip.sh). The
 # vm tier includes the privileged tests run again inside a Debian 6.12 guest, which has sch_netem
-# (tests/vm/privileged_in_guest.sh, about 6 min).
+# (tests/vm/privileged_in_guest.sh: two guests side by side, about 4 min).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh
