@@ -6,7 +6,9 @@
 // - the switch namespace's `tc -s` counters on vm1's port (drops there, and only there);
 // - perftest: a rate-bounded ib_send_bw from vm2 into vm1, looping in the guests beside our
 //   generators and printing each run's bandwidth on vm2's console, which collapses during the
-//   incast as the ring does, and comes back after it (so nothing of the incast was left running).
+//   incast as the ring does, and comes back after it (so nothing of the incast was left running);
+// - a shell loop on vm1 printing rxe0's hw_counters on its console once a second, against which
+//   the run's own RDMA telemetry (read by vm1's agent) is checked.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -42,7 +45,28 @@ constexpr char kObserver[] =
     "vm2) (sleep 5; while :; do timeout 15 ib_send_bw -d rxe0 -R -s 16384 -n 100 -t 1 -e -p 18515 "
     "10.201.0.2 2>&1 | grep -A1 'BW average' | tail -n1 | sed 's/^/FC_PERF /'; sleep 0.3; "
     "done &) ;; "
-    "esac; ";
+    "esac; "
+    "[ $(hostname) = vm1 ] && (c=/sys/class/infiniband/rxe0/ports/1/hw_counters; while :; do "
+    "echo \"FC_RXE $(cat $c/rcvd_pkts) $(cat $c/out_of_seq_request)\"; sleep 1; done &); ";
+
+// vm1's rxe0 counters as its console showed them: when the line was read, rcvd_pkts and
+// out_of_seq_request.
+struct RxeReading {
+  int64_t wall_ms;
+  int64_t rcvd_pkts;
+  int64_t out_of_seq_request;
+};
+
+std::vector<RxeReading> rxeReadings(ConsoleWatcher& console) {
+  console.poll();
+  std::vector<RxeReading> out;
+  for (const auto& line : console.watched()) {
+    std::istringstream in(line.text);
+    RxeReading r{line.seen_wall_ms, -1, -1};
+    if (in >> r.rcvd_pkts >> r.out_of_seq_request) out.push_back(r);
+  }
+  return out;
+}
 
 // One observer run: when its line was read, and the average bandwidth it printed.
 struct ObserverRun {
@@ -146,11 +170,12 @@ class RoceIncastEndToEnd : public ::testing::Test {
     std::cerr << "roce_incast_e2e: guest consoles and serve's output kept in " << to << "\n";
   }
 
-  json waitForFinal(int64_t id, int timeout_s, ConsoleWatcher& console) {
+  json waitForFinal(int64_t id, int timeout_s, std::vector<ConsoleWatcher*> consoles) {
     const int64_t deadline = steadyNowNs() + int64_t{timeout_s} * 1000000000;
     json run;
     while (steadyNowNs() < deadline) {
-      console.poll();  // so that each observer line is stamped when the guest printed it
+      // So that each observer line is stamped when the guest printed it.
+      for (ConsoleWatcher* console : consoles) console->poll();
       run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
       const std::string state = run.value("state", "");
       if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
@@ -173,17 +198,20 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
   std::unique_ptr<ConsoleWatcher> vm2;
   int64_t drops_before = 0;
   std::map<std::string, int64_t> other_drops_before;
+  std::unique_ptr<ConsoleWatcher> vm1;
   for (int attempt = 1;; ++attempt) {
     vm2 = std::make_unique<ConsoleWatcher>(dir_ + "/state/vm/vm2.console.log", "FC_PERF ");
+    vm1 = std::make_unique<ConsoleWatcher>(dir_ + "/state/vm/vm1.console.log", "FC_RXE ");
     // The observer must be running before the run starts: its baseline is what collapses.
     ASSERT_NE(vm2->waitFor([](const std::string&) { return true; }, 60000), 0)
         << "vm2 printed no ib_send_bw result";
+    vm1->poll();  // vm1's counters so far: read before the run
     drops_before = portDrops("fcv-tap1");
     for (const char* port : {"fcv-tap0", "fcv-tap2"}) other_drops_before[port] = portDrops(port);
     auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-incast"}}.dump());
     ASSERT_EQ(reply.status, 202) << reply.body;
     id = reply.json()["id"].get<int64_t>();
-    run = waitForFinal(id, 300, *vm2);
+    run = waitForFinal(id, 300, {vm2.get(), vm1.get()});
     const std::string panicked = panickedGuest(dir_ + "/state", {"vm0", "vm1", "vm2"});
     if (panicked.empty()) break;
     // The lab's kernel failing, not the product (vm_e2e_test says more): once, it is retried.
@@ -270,6 +298,64 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
   EXPECT_LT(during_worst, 0.5 * median(before)) << "perftest did not see the collapse";
   EXPECT_GT(median(after), 0.5 * median(before)) << "perftest did not come back after the revert";
   EXPECT_TRUE(httpRequest(port_, "GET", "/v1/faults").json()["faults"].empty());
+
+  // The run's RDMA telemetry (vm1's agent reading rxe0's hw_counters every 500 ms), against the
+  // guest's own shell reading them once a second: bracketed by what the shell saw before the run
+  // started and after it ended, and the incast's drops at vm1's port show up as out-of-sequence
+  // requests at vm1's responder while the incast was in force.
+  auto series = [&](const std::string& metric) {
+    const json reply = httpRequest(port_, "GET",
+                                   "/v1/runs/" + std::to_string(id) +
+                                       "/telemetry?source=rdma/vm1/rxe0/1&metric=" + metric)
+                           .json();
+    return reply["series"].empty() ? json() : reply["series"][0];
+  };
+  const json rcvd = series("rcvd_pkts");
+  const json out_of_seq = series("out_of_seq_request");
+  ASSERT_TRUE(rcvd.is_object()) << "no RDMA telemetry from vm1";
+  EXPECT_EQ(rcvd["type"], "rdma_port");
+  ASSERT_TRUE(out_of_seq.is_object());
+  const size_t readings = rcvd["values"].size();
+  EXPECT_GE(readings, 15u) << "every 500 ms over a run of more than 20 s";
+  for (size_t i = 1; i < readings; ++i) {
+    ASSERT_GE(rcvd["values"][i].get<int64_t>(), rcvd["values"][i - 1].get<int64_t>());
+  }
+  int64_t run_started_wall = 0;
+  int64_t run_finished_wall = 0;
+  for (const json& t : run["transitions"]) {
+    if (t["state"] == "baseline" && run_started_wall == 0) run_started_wall = t["wall_ms"];
+    run_finished_wall = t["wall_ms"];
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // a shell reading after the end
+  const std::vector<RxeReading> shell = rxeReadings(*vm1);
+  std::optional<RxeReading> before_run, after_run;
+  for (const RxeReading& r : shell) {
+    // A line is stamped when this test read it, up to 100 ms (a poll) after the guest printed it.
+    if (r.wall_ms < run_started_wall - 200) before_run = r;
+    if (r.wall_ms > run_finished_wall + 1200 && !after_run) after_run = r;
+  }
+  ASSERT_TRUE(before_run && after_run) << shell.size() << " FC_RXE lines on vm1's console";
+  EXPECT_GE(rcvd["values"][0].get<int64_t>(), before_run->rcvd_pkts);
+  EXPECT_LE(rcvd["values"][readings - 1].get<int64_t>(), after_run->rcvd_pkts);
+  auto valueAt = [](const json& s, double t_ms) {  // the last reading at or before t_ms
+    int64_t value = s["values"][0].get<int64_t>();
+    for (size_t i = 0; i < s["t_ms"].size() && s["t_ms"][i].get<double>() <= t_ms; ++i) {
+      value = s["values"][i].get<int64_t>();
+    }
+    return value;
+  };
+  double applied_t = 0, reverted_t = 0;
+  for (const json& e : applied) applied_t = std::max(applied_t, e["t_ms"].get<double>());
+  reverted_t = reverted[0]["t_ms"].get<double>();
+  const int64_t seq_errors = valueAt(out_of_seq, reverted_t) - valueAt(out_of_seq, applied_t);
+  std::cout << "roce-incast: vm1 rxe0 telemetry " << readings << " readings, rcvd_pkts "
+            << rcvd["values"][0] << " -> " << rcvd["values"][readings - 1]
+            << " (shell: " << before_run->rcvd_pkts << " before, " << after_run->rcvd_pkts
+            << " after), out_of_seq_request +" << seq_errors
+            << " during the incast (shell: " << before_run->out_of_seq_request << " -> "
+            << after_run->out_of_seq_request << ")\n";
+  EXPECT_GT(seq_errors, 0) << "vm1's port dropped " << drops << " packets, rxe0 saw no gap";
+  EXPECT_LE(seq_errors, after_run->out_of_seq_request - before_run->out_of_seq_request);
 }
 
 }  // namespace
