@@ -73,7 +73,10 @@ stage "privileged and browser tiers"
   --output-on-failure --output-junit "$artifacts/tiers-privileged.xml") || status=1
 
 stage "vm tier (soak is left to bench-style runs: ctest -L soak)"
-(cd build-test && FC_ARTIFACTS="$artifacts" ctest -L vm -LE soak --output-on-failure \
+# Two single-guest tests at a time, one TCG vCPU each; a lab of several guests alone
+# (tests/vm/CMakeLists.txt, tests/vm/cores.json).
+(cd build-test && FC_ARTIFACTS="$artifacts" ctest -L vm -LE soak -j2 \
+  --resource-spec-file "$(pwd)/../tests/vm/cores.json" --output-on-failure \
   --output-junit "$artifacts/tiers-vm.xml") || status=1
 
 stage "libFuzzer targets (clang), ${FC_FUZZ_SECONDS:-60} s each, side by side"
