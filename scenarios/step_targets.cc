@@ -1,6 +1,7 @@
 #include "scenarios/step_targets.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "injectors/model/kind_spec.h"
 
@@ -399,6 +400,20 @@ core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& st
                   "sink: only hot_spot on a switch link takes a sink; " + step.kind + " does not");
   }
   return resolveTargets(step.target, fabric);
+}
+
+TrafficHosts trafficHostsOf(const ResolvedTarget& target) {
+  TrafficHosts hosts;
+  const auto* set = std::get_if<injectors::TrafficSetTarget>(&target.target);
+  if (set == nullptr) return hosts;
+  if (set->part == injectors::TrafficPart::kSources) {
+    hosts.sources.push_back(target.host);
+    hosts.sources.insert(hosts.sources.end(), target.other_hosts.begin(), target.other_hosts.end());
+    return hosts;
+  }
+  hosts.sink = target.host;
+  if (set->part == injectors::TrafficPart::kWhole) hosts.sources = target.other_hosts;
+  return hosts;
 }
 
 }  // namespace fabric_chaos::scenarios

@@ -18,6 +18,7 @@
 // Pure; safe from any thread.
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -33,5 +34,14 @@ namespace fabric_chaos::scenarios {
 // pinned hot spot whose endpoints sit behind different agents or that asks for verbs).
 core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
                                                              const Fabric& fabric);
+
+// The fabric hosts of a resolved traffic target, as the parts above lay them out: sources in the
+// order of its traffic set's sources (a sources part: host, then other_hosts; a whole set:
+// other_hosts), and the sink ("" for a sources part; host otherwise). Empty for other targets.
+struct TrafficHosts {
+  std::vector<std::string> sources;
+  std::string sink;
+};
+TrafficHosts trafficHostsOf(const ResolvedTarget& target);
 
 }  // namespace fabric_chaos::scenarios

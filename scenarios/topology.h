@@ -114,7 +114,8 @@ struct ResolvedTarget {
   injectors::Target target;
   std::string link_id;  // "" when the selector named a host without links
   LinkSide side = LinkSide::kSwitch;
-  // The other fabric hosts the target occupies: a traffic set's sources (`host` is its sink).
+  // The other fabric hosts the target occupies: a traffic set's sources when `host` is its sink, a
+  // sources part's further sources (scenarios/step_targets.h trafficHostsOf).
   std::vector<std::string> other_hosts = {};
 };
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <functional>
 #include <set>
-#include <variant>
 
 #include "core/log.h"
 #include "scenarios/composition.h"
 #include "scenarios/congestion.h"
+#include "scenarios/step_targets.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -331,21 +331,11 @@ void FaultTimeline::retryDue() {
 }
 
 void FaultTimeline::recordTrafficTelemetry(const PlannedAction& action, const json& observed) {
-  const auto* set = std::get_if<injectors::TrafficSetTarget>(&action.target.target);
-  if (set == nullptr || deps_.recorder == nullptr) return;
-  // Which fabric hosts the observation's sources and sink are (scenarios/step_targets.h).
-  std::vector<std::string> sources;
-  std::string sink;
-  if (set->part == injectors::TrafficPart::kSources) {
-    sources.push_back(action.target.host);
-    sources.insert(sources.end(), action.target.other_hosts.begin(),
-                   action.target.other_hosts.end());
-  } else {
-    sink = action.target.host;
-    if (set->part == injectors::TrafficPart::kWhole) sources = action.target.other_hosts;
-  }
-  deps_.recorder->telemetry(deps_.run_id,
-                            trafficTelemetry(observed, action.kind, sources, sink, msNow()));
+  if (deps_.recorder == nullptr) return;
+  const TrafficHosts hosts = trafficHostsOf(action.target);
+  if (hosts.sources.empty() && hosts.sink.empty()) return;  // not a traffic fault
+  deps_.recorder->telemetry(
+      deps_.run_id, trafficTelemetry(observed, action.kind, hosts.sources, hosts.sink, msNow()));
 }
 
 void FaultTimeline::checkHealth(int64_t quiet_until_ns) {

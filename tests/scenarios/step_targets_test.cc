@@ -151,6 +151,13 @@ TEST(StepTargetsTest, ASetBehindSeveralAgentsIsCutIntoASinkPartAndOneSourcesPart
   EXPECT_EQ(second.host, "h1");
   EXPECT_EQ(std::get<injectors::TrafficSetTarget>(second.target).sources.size(), 1u);
 
+  // Which hosts each part's observation speaks for.
+  EXPECT_EQ(trafficHostsOf(sink_part).sink, "h3");
+  EXPECT_TRUE(trafficHostsOf(sink_part).sources.empty());
+  EXPECT_EQ(trafficHostsOf(first).sources, (std::vector<std::string>{"h0", "h2"}));
+  EXPECT_EQ(trafficHostsOf(first).sink, "");
+  EXPECT_EQ(trafficHostsOf(second).sources, std::vector<std::string>{"h1"});
+
   // One agent for everyone: one whole set, as before.
   fabric.hosts[3].agent = "http://127.0.0.1:7100";
   fabric.hosts[1].agent = "http://127.0.0.1:7100";
@@ -160,6 +167,8 @@ TEST(StepTargetsTest, ASetBehindSeveralAgentsIsCutIntoASinkPartAndOneSourcesPart
   EXPECT_EQ(std::get<injectors::TrafficSetTarget>((*resolved)[0].target).part,
             injectors::TrafficPart::kWhole);
   EXPECT_EQ((*resolved)[0].side, LinkSide::kHost);
+  EXPECT_EQ(trafficHostsOf((*resolved)[0]).sink, "h3");
+  EXPECT_EQ(trafficHostsOf((*resolved)[0]).sources, (std::vector<std::string>{"h0", "h1", "h2"}));
 
   // Parts need the sink's address from the fabric.
   fabric.hosts[1].agent = "http://127.0.0.1:7101";
@@ -181,6 +190,8 @@ TEST(StepTargetsTest, OnlyTrafficKindsTakeSourcesAndOthersResolveAsBefore) {
   EXPECT_EQ(std::get<injectors::InterfaceTarget>(resolved->front().target),
             (injectors::InterfaceTarget{"t-sw0", "p1"}));
   EXPECT_TRUE(resolved->front().other_hosts.empty());
+  EXPECT_TRUE(trafficHostsOf(resolved->front()).sources.empty());
+  EXPECT_EQ(trafficHostsOf(resolved->front()).sink, "") << "an interface has no traffic hosts";
 
   flap.target.sources = {"h0"};
   resolved = resolveStepTargets(flap, starFabric());
