@@ -311,8 +311,18 @@ TEST_F(SysAdaptersTest, QdiscCountersAgreeWithTcS) {
   ASSERT_NE(tbf, nullptr);
   EXPECT_EQ(sys::formatHandle(tbf->handle), "5:");
   EXPECT_EQ(sys::formatHandle(tbf->parent), "root");
-  const json tc =
-      json::parse(sh("tc -n " + ns_b_ + " -s -j qdisc show dev vb root").out, nullptr, false);
+  // The tbf drains its queue after ping exits (slowly in a TCG guest: two packets were seen to
+  // leave between the reads): wait until tc reads the same counters twice, 5 s at most.
+  auto readTc = [&] {
+    return json::parse(sh("tc -n " + ns_b_ + " -s -j qdisc show dev vb root").out, nullptr, false);
+  };
+  json tc = readTc();
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const json again = readTc();
+    if (again == tc) break;
+    tc = again;
+  }
   ASSERT_TRUE(tc.is_array() && !tc.empty()) << tc.dump();
   // Read again, after tc: nothing sends any more, so both reads see the same counters.
   counters = sys::readQdiscCounters(ns_b_);
