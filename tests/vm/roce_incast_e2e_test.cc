@@ -68,10 +68,12 @@ std::vector<RxeReading> rxeReadings(ConsoleWatcher& console) {
   return out;
 }
 
-// One observer run: when its line was read, and the average bandwidth it printed.
+// One observer run: when its line was read, the average bandwidth it printed, and so when its
+// transfer began (its bytes at that bandwidth before the line).
 struct ObserverRun {
   int64_t wall_ms;
   double mb_per_s;
+  int64_t began_wall_ms;
 };
 
 std::vector<ObserverRun> observerRuns(ConsoleWatcher& console) {
@@ -79,8 +81,10 @@ std::vector<ObserverRun> observerRuns(ConsoleWatcher& console) {
   for (const auto& line : console.watched()) {
     std::istringstream fields(line.text);
     double bytes = 0, iterations = 0, peak = 0, average = -1;
-    if (fields >> bytes >> iterations >> peak >> average && average >= 0) {
-      runs.push_back({line.seen_wall_ms, average});
+    if (fields >> bytes >> iterations >> peak >> average && average > 0) {
+      const double transfer_ms = bytes * iterations / (average * 1e6) * 1000.0;
+      runs.push_back({line.seen_wall_ms, average,
+                      line.seen_wall_ms - static_cast<int64_t>(transfer_ms)});
     }
   }
   return runs;
@@ -273,30 +277,35 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
     }
     return out;
   };
+  // Three runs after the revert: one run moves 1.6 MB, and a TCG guest's scheduling alone can
+  // halve one run's figure, so "it came back" is the best of three.
   const int64_t give_up = steadyNowNs() + 60'000'000'000;
-  while (after_revert().size() < 2 && steadyNowNs() < give_up) {
+  while (after_revert().size() < 3 && steadyNowNs() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  // "During" holds only runs whose whole transfer lay inside the incast: a run that ends just
+  // after the apply, or spans the revert, mostly measured the uncongested port.
   std::vector<double> before, during;
   for (const ObserverRun& r : observerRuns(*vm2)) {
     if (r.wall_ms < applied_wall) before.push_back(r.mb_per_s);
-    if (r.wall_ms > applied_wall + 1000 && r.wall_ms <= reverted_wall + 1000) {
+    if (r.began_wall_ms >= applied_wall && r.wall_ms <= reverted_wall) {
       during.push_back(r.mb_per_s);
     }
   }
   const std::vector<double> after = after_revert();
   const double during_worst =
       during.empty() ? 0.0 : *std::min_element(during.begin(), during.end());
+  const double after_best = after.empty() ? 0.0 : *std::max_element(after.begin(), after.end());
   std::cout << "roce-incast: ring retained " << retained << ", p99 x" << step["p99_slowdown"]
             << ", vm1's port dropped " << drops << " (tc), aggressors " << aggressors["total_mbps"]
             << " Mbit/s (Jain " << aggressors["jain_fairness"] << "); ib_send_bw MB/s: before "
             << median(before) << " (" << before.size() << " runs), during worst " << during_worst
-            << " (" << during.size() << " runs ended), after " << median(after) << " ("
-            << after.size() << " runs)\n";
+            << " (" << during.size() << " runs inside the incast), after best " << after_best
+            << " (" << after.size() << " runs)\n";
   ASSERT_GE(before.size(), 1u) << "no ib_send_bw run ended before the incast";
-  ASSERT_GE(after.size(), 2u) << "ib_send_bw printed too little after the revert";
+  ASSERT_GE(after.size(), 3u) << "ib_send_bw printed too little after the revert";
   EXPECT_LT(during_worst, 0.5 * median(before)) << "perftest did not see the collapse";
-  EXPECT_GT(median(after), 0.5 * median(before)) << "perftest did not come back after the revert";
+  EXPECT_GT(after_best, 0.5 * median(before)) << "perftest did not come back after the revert";
   EXPECT_TRUE(httpRequest(port_, "GET", "/v1/faults").json()["faults"].empty());
 
   // The run's RDMA telemetry (vm1's agent reading rxe0's hw_counters every 500 ms), against the
