@@ -17,6 +17,8 @@ int workloadMain(int argc, char** argv);
 int agentMain(int argc, char** argv);
 // The pfc_storm emitter (app/pfc_emit_cmd.cc); argv[0] is "pfc-emit".
 int pfcEmitMain(int argc, char** argv);
+// The PFC agent of a lab switch (app/pfc_switch_cmd.cc); argv[0] is "pfc-switch".
+int pfcSwitchMain(int argc, char** argv);
 // The TCP traffic generator (app/traffic_cmd.cc); argv[0] is "traffic".
 int trafficMain(int argc, char** argv);
 

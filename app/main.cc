@@ -26,6 +26,7 @@ Commands:
   workload   run one rank of the ring-allreduce probe (started by agents)
   run        the CI client: start a scenario or suite on a server, follow it, exit 0/1/2
   pfc-emit   send 802.1Qbb PFC pause frames on an interface (the pfc_storm fault's emitter)
+  pfc-switch the PFC agent of a lab switch: ports pause on the 802.1Qbb frames they receive
   traffic    TCP traffic: traffic sink | traffic source (the incast/hot-spot aggressor)
   --version  print the version
   --help     this text
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   // The rank parser expects the subcommand name as argv[0].
   if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);
   if (command == "pfc-emit") return fabric_chaos::app::pfcEmitMain(argc - 1, argv + 1);
+  if (command == "pfc-switch") return fabric_chaos::app::pfcSwitchMain(argc - 1, argv + 1);
   if (command == "traffic") return fabric_chaos::app::trafficMain(argc - 1, argv + 1);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;

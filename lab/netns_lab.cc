@@ -16,6 +16,7 @@
 #include "lab/ecn_model.h"
 #include "lab/lab_common.h"
 #include "lab/leaf_spine_routing.h"
+#include "lab/pfc_agent.h"
 #include "lab/port_model.h"
 
 namespace fabric_chaos::lab {
@@ -144,6 +145,10 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   }
   if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
   if (options_.egress) FC_RETURN_IF_ERROR(checkEcnMarking(*options_.egress));
+  if (options_.egress && options_.egress->pfc && options_.binary.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a lab that honours PFC needs the fabric-chaos binary to run its PFC agent");
+  }
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeLab(options_);
@@ -163,6 +168,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
       if (options_.topology == LabTopology::kLeafSpine) {
         FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
       }
+      FC_RETURN_IF_ERROR(ensurePfcAgents(fabric, progress));
       return fabric;
     }
   }
@@ -202,6 +208,7 @@ Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& pr
   }
   progress("modelled egress on all " + std::to_string(ports) +
            " switch ports: " + describeEgress(*options_.egress));
+  FC_RETURN_IF_ERROR(ensurePfcAgents(fabric, progress));
   if (options_.egress->ecn) {
     progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
     // Marks only reach senders that asked for ECN: Linux's default (2) accepts it but never asks.
@@ -210,6 +217,23 @@ Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& pr
     }
     progress("net.ipv4.tcp_ecn=1 in every host namespace: their TCP flows negotiate ECN");
   }
+  return Status::ok();
+}
+
+Status NetnsLab::ensurePfcAgents(const scenarios::Fabric& fabric, const Progress& progress) {
+  if (!options_.egress || !options_.egress->pfc) return Status::ok();
+  for (const auto& sw : fabric.switches) {
+    auto running = pfcAgentRunning(runner_, sw.netns);
+    if (!running.isOk()) return running.status();
+    if (*running) continue;
+    FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw, options_.state_dir));
+  }
+  std::string dscp;
+  for (int d : options_.egress->lossless_dscp) dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
+  progress("PFC on every switch port: the lossless class (DSCP " + dscp + ") is priority " +
+           std::to_string(options_.egress->pfc->priority) +
+           "; a port pauses it on the 802.1Qbb frames it receives (counters in " +
+           pfcStatsFile(options_.state_dir, fabric.switches.front().netns) + ")");
   return Status::ok();
 }
 
@@ -365,27 +389,6 @@ Status NetnsLab::waitForConvergence(const Progress& progress) {
   return Status::ok();
 }
 
-Status NetnsLab::stopProcessesIn(const std::string& netns, const Progress& progress) {
-  auto pids = runner_.run({"ip", "netns", "pids", netns});
-  if (!pids.isOk()) return pids.status();
-  std::istringstream lines(pids->out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int pid = 0;
-    if (std::from_chars(line.data(), line.data() + line.size(), pid).ec != std::errc() ||
-        pid <= 0) {
-      continue;
-    }
-    // The routing daemons, and anything else left running inside the lab.
-    progress("stopping process " + std::to_string(pid) + " in " + netns);
-    if (!sys::terminateProcess(pid, 2000)) {
-      return Status(StatusCode::kInternal,
-                    "process " + std::to_string(pid) + " in " + netns + " did not exit");
-    }
-  }
-  return Status::ok();
-}
-
 // Without this a veth hands the qdisc or nftables hook of a fault one GSO super-packet of up to
 // 64 KB where the wire carries ~45 frames, so "10 % loss" would drop 10 % of super-packets (and
 // whole TCP windows with them). Both ends matter: the sender's TSO/GSO builds the super-packets,
@@ -427,7 +430,7 @@ Status NetnsLab::down(const Progress& progress) {
   Status first_error;
   for (const auto& ns : *present) {
     // A process still inside would keep running, unreachable, after its namespace is gone.
-    if (Status s = stopProcessesIn(ns, progress); !s.isOk() && first_error.isOk()) first_error = s;
+    if (Status s = stopProcessesInNetns(runner_, ns, progress); !s.isOk() && first_error.isOk()) first_error = s;
   }
   for (const auto& ns : *present) {
     progress("removing namespace " + ns);

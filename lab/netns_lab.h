@@ -37,6 +37,8 @@ struct LabOptions {
   // Every switch port's modelled egress (lab/port_model.h); nullopt: ports as fast as the CPU.
   std::optional<scenarios::EgressModel> egress;
   std::string state_dir = "/run/fabric-chaos";
+  // The fabric-chaos binary, run as each switch's PFC agent when egress->pfc is set.
+  std::string binary;
 };
 
 // Pure: the fabric a lab with these options describes.
@@ -78,6 +80,8 @@ class NetnsLab {
  private:
   core::Status ip(const std::vector<std::string>& args);
   core::Result<std::vector<std::string>> listOwnNamespaces();
+  // Starts the PFC agent of every switch that has none running (egress->pfc only).
+  core::Status ensurePfcAgents(const scenarios::Fabric& fabric, const Progress& progress);
   core::Status buildStar(const scenarios::Fabric& fabric, const Progress& progress);
   core::Status buildLeafSpine(const Progress& progress);
   // The flow-hash reset (injectors/sys/flow_hash_reset.h) on every leaf host port that lacks it,
@@ -96,7 +100,6 @@ class NetnsLab {
   // Where the routing daemons' configurations, sockets, pid files and logs live.
   std::string routingDir() const;
   // Ends every process inside the namespace (`ip netns pids`).
-  core::Status stopProcessesIn(const std::string& netns, const Progress& progress);
 
   sys::CommandRunner& runner_;
   sys::Offloads& offloads_;

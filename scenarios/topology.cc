@@ -81,7 +81,8 @@ Status readPositive(const json& obj, const std::string& path, std::string_view k
 }
 
 Status parseEgress(const json& obj, const std::string& path, EgressModel& egress) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"rate_bps", "buffer_bytes", "lossless_dscp", "ecn"}));
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"rate_bps", "buffer_bytes", "lossless_dscp", "ecn", "pfc"}));
   FC_RETURN_IF_ERROR(readPositive(obj, path, "rate_bps", egress.rate_bps));
   FC_RETURN_IF_ERROR(readPositive(obj, path, "buffer_bytes", egress.buffer_bytes));
   if (const json* dscp = find(obj, "lossless_dscp")) {
@@ -107,6 +108,16 @@ Status parseEgress(const json& obj, const std::string& path, EgressModel& egress
       return invalid(child(ecn_path, "pmax"), "must be a probability in (0, 1]");
     }
     marking.pmax = pmax->get<double>();
+  }
+  if (const json* pfc = find(obj, "pfc")) {
+    const std::string pfc_path = child(path, "pfc");
+    FC_RETURN_IF_ERROR(checkObject(*pfc, pfc_path, {"priority"}));
+    const json* priority = find(*pfc, "priority");
+    if (priority == nullptr || !priority->is_number_integer() || priority->get<int64_t>() < 0 ||
+        priority->get<int64_t>() > 7) {
+      return invalid(child(pfc_path, "priority"), "must be an 802.1p priority, 0 to 7");
+    }
+    egress.pfc.emplace().priority = priority->get<int>();
   }
   return Status::ok();
 }
@@ -389,6 +400,9 @@ nlohmann::json toJson(const Fabric& fabric) {
       if (const auto& ecn = sw.egress->ecn) {
         switches.back()["egress"]["ecn"] = {
             {"kmin_bytes", ecn->kmin_bytes}, {"kmax_bytes", ecn->kmax_bytes}, {"pmax", ecn->pmax}};
+      }
+      if (const auto& pfc = sw.egress->pfc) {
+        switches.back()["egress"]["pfc"] = {{"priority", pfc->priority}};
       }
     }
   }

@@ -45,6 +45,13 @@ struct EcnMarking {
   bool operator==(const EcnMarking&) const = default;
 };
 
+// The switch honours 802.1Qbb PFC (docs/lab.md, "PFC"): each port pauses its egress on the pause
+// frames it receives, through the switch's PFC agent. The lossless class has `priority`.
+struct PfcHonouring {
+  int priority = 3;
+  bool operator==(const PfcHonouring&) const = default;
+};
+
 struct EgressModel {
   int64_t rate_bps = 0;
   int64_t buffer_bytes = 0;  // per class
@@ -52,6 +59,8 @@ struct EgressModel {
   // JSON "ecn"; nullopt: no marking, drop-tail only. Defaulted, so {rate, buffer, dscp} still
   // initialises a model without -Wmissing-field-initializers.
   std::optional<EcnMarking> ecn = std::nullopt;
+  // JSON "pfc"; nullopt: pause frames pause nothing (a Linux bridge drops them).
+  std::optional<PfcHonouring> pfc = std::nullopt;
   bool operator==(const EgressModel&) const = default;
 };
 

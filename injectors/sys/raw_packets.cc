@@ -1,5 +1,8 @@
 #include "injectors/sys/raw_packets.h"
 
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -10,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "core/unique_fd.h"
 #include "injectors/sys/netlink_status.h"
@@ -58,9 +62,46 @@ class PacketSocket : public RawPacketSocket {
   std::array<uint8_t, 6> mac_;
 };
 
-}  // namespace
+class PacketReceiver : public RawPacketReceiver {
+ public:
+  PacketReceiver(int fd, std::string ifname, int ifindex)
+      : fd_(fd), ifname_(std::move(ifname)), ifindex_(ifindex) {}
+  ~PacketReceiver() override { ::close(fd_); }
+  PacketReceiver(const PacketReceiver&) = delete;
+  PacketReceiver& operator=(const PacketReceiver&) = delete;
 
-core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname) {
+  int fd() const override { return fd_; }
+  int ifindex() const override { return ifindex_; }
+
+  core::Result<std::optional<ReceivedFrame>> receive(uint8_t* buffer, size_t size) override {
+    sockaddr_ll from;
+    socklen_t from_length = sizeof(from);
+    ssize_t got;
+    do {
+      got = ::recvfrom(fd_, buffer, size, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from),
+                       &from_length);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      const int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return std::optional<ReceivedFrame>();
+      if (err == ENODEV || err == ENXIO || err == ENETDOWN) return noSuchInterface(ifname_, err);
+      return core::errnoStatus(err, "receive on " + ifname_);
+    }
+    ReceivedFrame frame;
+    frame.length = static_cast<size_t>(got);
+    frame.outgoing = from.sll_pkttype == PACKET_OUTGOING;
+    return std::optional<ReceivedFrame>(frame);
+  }
+
+ private:
+  int fd_;
+  std::string ifname_;
+  int ifindex_;
+};
+
+// A packet socket bound to ifname for `protocol` (network byte order; 0 receives nothing).
+core::Result<std::pair<core::UniqueFd, int>> boundPacketSocket(const std::string& ifname,
+                                                               uint16_t protocol) {
   if (!isValidIfname(ifname)) {
     return core::Status(core::StatusCode::kInvalidArgument,
                         "invalid interface name '" + ifname + "'");
@@ -71,8 +112,7 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
     if (err == ENODEV || err == ENXIO) return noSuchInterface(ifname, err);
     return core::errnoStatus(err, "cannot look up interface " + ifname);
   }
-  // Protocol 0: send-only, nothing received is queued on this socket.
-  core::UniqueFd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+  core::UniqueFd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, protocol));
   if (fd.get() < 0) {
     const int err = errno;
     if (err == EPERM || err == EACCES) {
@@ -84,12 +124,58 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
   sockaddr_ll address;
   std::memset(&address, 0, sizeof(address));
   address.sll_family = AF_PACKET;
-  address.sll_protocol = 0;
+  address.sll_protocol = protocol;
   address.sll_ifindex = static_cast<int>(ifindex);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     const int err = errno;
     if (err == ENODEV || err == ENXIO) return noSuchInterface(ifname, err);
     return core::errnoStatus(err, "cannot bind a packet socket to " + ifname);
+  }
+  return std::make_pair(std::move(fd), static_cast<int>(ifindex));
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<RawPacketReceiver>> openRawPacketReceiver(const std::string& ifname,
+                                                                       uint16_t ethertype) {
+  // ETH_P_ALL, not the ethertype: a bridge port's rx handler consumes link-local frames (PFC's
+  // 01:80:C2:00:00:01) before protocol-specific sockets see them; only "all" taps run earlier. A
+  // classic BPF filter keeps every other frame out of this socket, in the kernel.
+  auto bound = boundPacketSocket(ifname, htons(ETH_P_ALL));
+  if (!bound.isOk()) return bound.status();
+  sock_filter code[] = {
+      {BPF_LD | BPF_H | BPF_ABS, 0, 0, 12},        // the ethertype
+      {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, ethertype},  // ours: keep; else: drop
+      {BPF_RET | BPF_K, 0, 0, 0xffff},
+      {BPF_RET | BPF_K, 0, 0, 0},
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof(code) / sizeof(code[0])), code};
+  if (::setsockopt(bound->first.get(), SOL_SOCKET, SO_ATTACH_FILTER, &program,
+                   sizeof(program)) != 0) {
+    return core::errnoStatus(errno, "cannot filter the packet socket for " + ifname);
+  }
+  // Frames queued between socket() and the filter may be of any type: drop them.
+  uint8_t discard[64];
+  while (::recv(bound->first.get(), discard, sizeof(discard), MSG_DONTWAIT) > 0) {
+  }
+  return std::unique_ptr<RawPacketReceiver>(
+      new PacketReceiver(bound->first.release(), ifname, bound->second));
+}
+
+core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname,
+                                                                   uint32_t mark) {
+  // Protocol 0: send-only, nothing received is queued on this socket.
+  auto bound = boundPacketSocket(ifname, 0);
+  if (!bound.isOk()) return bound.status();
+  core::UniqueFd fd = std::move(bound->first);
+  const unsigned int ifindex = static_cast<unsigned int>(bound->second);
+  if (mark != 0 && ::setsockopt(fd.get(), SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) != 0) {
+    const int err = errno;
+    if (err == EPERM) {
+      return core::Status(core::StatusCode::kPermissionDenied,
+                          "marking the frames sent on " + ifname + " needs CAP_NET_ADMIN", err);
+    }
+    return core::errnoStatus(err, "cannot set SO_MARK on the packet socket for " + ifname);
   }
   ifreq request;
   std::memset(&request, 0, sizeof(request));

@@ -21,10 +21,6 @@ namespace {
 using core::Status;
 using core::StatusCode;
 
-struct ObjectCloser {
-  void operator()(bpf_object* object) const { bpf_object__close(object); }
-};
-using ObjectPtr = std::unique_ptr<bpf_object, ObjectCloser>;
 
 // libbpf reports the kernel's extended ack ("Parent Qdisc doesn't exists") and its own warnings
 // through one process-wide print callback, to stderr by default: lines in the middle of `lab up`'s
@@ -162,15 +158,44 @@ core::Result<int> ifindexOf(const std::string& netns, const std::string& ifname)
   return static_cast<int>(ifindex);
 }
 
+core::Result<ObjectPtr> loadObject(const EmbeddedObject& object, const std::string& where,
+                                   const ObjectConfigurer& configure) {
+  LibbpfLines libbpf;
+  return load(object, where, configure, libbpf);
+}
+
+Status attachProgram(int program_fd, const std::string& ifname, const std::string& where,
+                     const FilterSlot& slot, const char* description) {
+  LibbpfLines libbpf;
+  auto ifindex = ifindexOf("", ifname);
+  if (!ifindex.isOk()) return ifindex.status();
+  bpf_tc_hook hook = hookOf(*ifindex, slot);
+  if (int ret = bpf_tc_hook_create(&hook); ret != 0 && ret != -EEXIST) {
+    return permissionOr(
+        errorOf(ret), "adding a clsact qdisc to " + where, StatusCode::kNotSupported,
+        std::string(strerror(errorOf(ret))) + " (is cls_bpf/clsact built?)" + libbpf.last());
+  }
+  libbpf.clear();  // a clsact qdisc already there is no failure
+  bpf_tc_opts opts = filterOf(slot);
+  opts.prog_fd = program_fd;
+  opts.flags = BPF_TC_F_REPLACE;
+  if (int ret = bpf_tc_attach(&hook, &opts); ret != 0) {
+    return permissionOr(errorOf(ret),
+                        std::string("attaching ") + description + " to " + where + "'s " +
+                            hookName(slot),
+                        StatusCode::kNotSupported, strerror(errorOf(ret)) + libbpf.last());
+  }
+  return Status::ok();
+}
+
 Status loadAndAttach(const std::string& netns, const std::string& ifname,
                      const EmbeddedObject& embedded, const FilterSlot& slot,
                      const ObjectConfigurer& configure) {
   const std::string where = portName(netns, ifname);
   return runInNetns(netns, [&]() -> Status {
-    LibbpfLines libbpf;
     auto ifindex = ifindexOf(netns, ifname);
     if (!ifindex.isOk()) return ifindex.status();
-    auto object = load(embedded, where, configure, libbpf);
+    auto object = loadObject(embedded, where, configure);
     if (!object.isOk()) return object.status();
     bpf_program* program = bpf_object__find_program_by_name(object->get(), embedded.program_name);
     if (program == nullptr) {
@@ -178,24 +203,8 @@ Status loadAndAttach(const std::string& netns, const std::string& ifname,
                                                embedded.description + " has no program " +
                                                embedded.program_name);
     }
-    bpf_tc_hook hook = hookOf(*ifindex, slot);
-    if (int ret = bpf_tc_hook_create(&hook); ret != 0 && ret != -EEXIST) {
-      return permissionOr(
-          errorOf(ret), "adding a clsact qdisc to " + where, StatusCode::kNotSupported,
-          std::string(strerror(errorOf(ret))) + " (is cls_bpf/clsact built?)" + libbpf.last());
-    }
-    libbpf.clear();  // a clsact qdisc already there is no failure
-    bpf_tc_opts opts = filterOf(slot);
-    opts.prog_fd = bpf_program__fd(program);
-    opts.flags = BPF_TC_F_REPLACE;
-    if (int ret = bpf_tc_attach(&hook, &opts); ret != 0) {
-      return permissionOr(errorOf(ret),
-                          std::string("attaching ") + embedded.description + " to " + where +
-                              "'s " + hookName(slot),
-                          StatusCode::kNotSupported, strerror(errorOf(ret)) + libbpf.last());
-    }
-    // The filter now holds the program and the program its maps; the object can go.
-    return Status::ok();
+    // The filter then holds the program and the program its maps; the object can go.
+    return attachProgram(bpf_program__fd(program), ifname, where, slot, embedded.description);
   });
 }
 

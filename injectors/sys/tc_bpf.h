@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,9 +28,13 @@ struct FilterSlot {
   uint32_t handle;
   uint32_t priority;  // `tc filter show` calls it "pref"
 };
-// The ECN marker on a modelled port: `tc filter show dev IF egress` lists "pref 1 ... handle 0x1
+// The PFC gate on a PFC-honouring lab switch's port: first on egress, so that a paused frame is
+// held before anything counts it. `tc filter show dev IF egress` lists "pref 1 ... handle 0x3
+// fc_pfc_gate ... direct-action"; a frame it lets through goes on to the next filter.
+inline constexpr FilterSlot kPfcGateSlot{BPF_TC_EGRESS, 3, 1};
+// The ECN marker on a modelled port: `tc filter show dev IF egress` lists "pref 2 ... handle 0x1
 // fc_ecn_marker ... direct-action".
-inline constexpr FilterSlot kEcnMarkerSlot{BPF_TC_EGRESS, 1, 1};
+inline constexpr FilterSlot kEcnMarkerSlot{BPF_TC_EGRESS, 1, 2};
 // The flow-hash reset on a leaf's host port: `tc filter show dev IF ingress` lists "pref 2 ...
 // handle 0x2 fc_hash_reset ... direct-action".
 inline constexpr FilterSlot kFlowHashResetSlot{BPF_TC_INGRESS, 2, 2};
@@ -62,6 +67,21 @@ using ObjectConfigurer = std::function<core::Status(bpf_object* object)>;
 core::Status loadAndAttach(const std::string& netns, const std::string& ifname,
                            const EmbeddedObject& object, const FilterSlot& slot,
                            const ObjectConfigurer& configure);
+
+struct ObjectCloser {
+  void operator()(bpf_object* object) const { bpf_object__close(object); }
+};
+using ObjectPtr = std::unique_ptr<bpf_object, ObjectCloser>;
+
+// Opens `object`, lets `configure` prepare it and loads it, for a caller that attaches its
+// program to several ports (attachProgram) and keeps its maps. `where` names the ports in errors.
+core::Result<ObjectPtr> loadObject(const EmbeddedObject& object, const std::string& where,
+                                   const ObjectConfigurer& configure);
+
+// Attaches the loaded `program_fd` to `ifname` of the calling thread's namespace in `slot`, as
+// loadAndAttach does; `where` names the port in errors.
+core::Status attachProgram(int program_fd, const std::string& ifname, const std::string& where,
+                           const FilterSlot& slot, const char* description);
 
 // The id of the program in `slot` of the port (ifindex), nullopt when the slot is empty or the
 // port has no clsact qdisc.

@@ -1,0 +1,139 @@
+#include "lab/pfc_switch_model.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace fabric_chaos::lab {
+
+PfcSwitchModel::PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns)
+    : ports_(std::move(ports)), state_(ports_.size()), hold_grace_ns_(hold_grace_ns) {}
+
+std::optional<size_t> PfcSwitchModel::portOf(int ifindex) const {
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (ports_[i].ifindex == ifindex) return i;
+  }
+  return std::nullopt;
+}
+
+int64_t PfcSwitchModel::pauseNanoseconds(uint16_t quanta, int64_t rate_bps) {
+  if (rate_bps <= 0) return 0;
+  // quanta * 512 bits at rate_bps: at most 33.5 Gbit over 1 bit/s, no overflow in 128 bits.
+  const __int128 bits = static_cast<__int128>(quanta) * 512;
+  return static_cast<int64_t>(bits * 1'000'000'000 / rate_bps);
+}
+
+std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port,
+                                                     const injectors::PfcPause& pause,
+                                                     int64_t now_ns) {
+  std::vector<HoldChange> changes;
+  if (port >= ports_.size()) return changes;
+  PortState& state = state_[port];
+  for (int p = 0; p < kPfcPriorityCount; ++p) {
+    if (((pause.class_enable >> p) & 1) == 0) continue;
+    if (((ports_[port].pfc_enabled >> p) & 1) == 0) {
+      ++state.counters.rx_pause_ignored[p];
+      continue;
+    }
+    ++state.counters.rx_pause[p];
+    Queue& queue = state.queues[p];
+    const uint16_t quanta = pause.quanta[p];
+    if (quanta == 0) {
+      // XON: due() ends it now; the gate keeps holding until the queue is sent.
+      if (queue.paused) queue.pause_end_ns = now_ns;
+      continue;
+    }
+    const int64_t end = now_ns + pauseNanoseconds(quanta, ports_[port].rate_bps);
+    if (!queue.paused) {
+      queue.paused = true;
+      queue.paused_since_ns = now_ns;
+    }
+    queue.pause_end_ns = end;
+    changes.push_back({port, p, end + hold_grace_ns_});
+  }
+  return changes;
+}
+
+void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> frame) {
+  if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return;
+  PortState& state = state_[port];
+  Queue& queue = state.queues[priority];
+  const auto size = static_cast<int64_t>(frame.size());
+  if (queue.bytes + size > ports_[port].buffer_bytes) {
+    ++state.counters.dropped_frames[priority];
+    return;
+  }
+  ++state.counters.held_frames[priority];
+  queue.bytes += size;
+  queue.frames.push_back(std::move(frame));
+}
+
+std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>& opened) {
+  std::vector<Release> releases;
+  for (size_t port = 0; port < ports_.size(); ++port) {
+    PortState& state = state_[port];
+    for (int p = 0; p < kPfcPriorityCount; ++p) {
+      Queue& queue = state.queues[p];
+      const bool ended = queue.paused && queue.pause_end_ns <= now_ns;
+      if (!ended && (queue.paused || queue.frames.empty())) continue;
+      if (ended) {
+        queue.paused = false;
+        state.counters.rx_pause_duration_us[p] +=
+            static_cast<uint64_t>(queue.pause_end_ns - queue.paused_since_ns) / 1000;
+        opened.push_back({port, p, 0});
+      }
+      if (queue.frames.empty()) continue;
+      Release release{port, p, {}};
+      release.frames.assign(std::make_move_iterator(queue.frames.begin()),
+                            std::make_move_iterator(queue.frames.end()));
+      state.counters.released_frames[p] += release.frames.size();
+      queue.frames.clear();
+      queue.bytes = 0;
+      releases.push_back(std::move(release));
+    }
+  }
+  return releases;
+}
+
+std::optional<int64_t> PfcSwitchModel::nextDeadline() const {
+  std::optional<int64_t> next;
+  for (const PortState& state : state_) {
+    for (const Queue& queue : state.queues) {
+      int64_t at;
+      if (queue.paused) {
+        at = queue.pause_end_ns;
+      } else if (!queue.frames.empty()) {
+        at = 0;  // held after its pause ended: now
+      } else {
+        continue;
+      }
+      if (!next || at < *next) next = at;
+    }
+  }
+  return next;
+}
+
+bool PfcSwitchModel::paused(size_t port, int priority) const {
+  return port < ports_.size() && priority >= 0 && priority < kPfcPriorityCount &&
+         state_[port].queues[priority].paused;
+}
+
+PfcPortCounters PfcSwitchModel::counters(size_t port, int64_t now_ns) const {
+  if (port >= ports_.size()) return {};
+  PfcPortCounters out = state_[port].counters;
+  for (int p = 0; p < kPfcPriorityCount; ++p) {
+    const Queue& queue = state_[port].queues[p];
+    if (!queue.paused) continue;
+    const int64_t until = std::min(now_ns, queue.pause_end_ns);
+    if (until > queue.paused_since_ns) {
+      out.rx_pause_duration_us[p] += static_cast<uint64_t>(until - queue.paused_since_ns) / 1000;
+    }
+  }
+  return out;
+}
+
+int64_t PfcSwitchModel::queuedBytes(size_t port, int priority) const {
+  if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return 0;
+  return state_[port].queues[priority].bytes;
+}
+
+}  // namespace fabric_chaos::lab

@@ -1,0 +1,112 @@
+#pragma once
+// What a PFC-honouring switch does with pause frames, as pure logic (docs/lab.md, "PFC"): the
+// switch's PFC agent (app/pfc_switch_cmd.cc) feeds it the frames its ports receive and the frames
+// its gate held (injectors/sys/pfc_gate.h), and asks it when to hold, what to send back and when.
+// - A PFC frame received on a port pauses that port's egress for each priority in its class-enable
+//   vector that the port has PFC enabled on, for quanta x 512 bit times at the port's rate,
+//   counted from the frame's arrival. A later frame replaces the time left (802.1Qbb); quanta 0
+//   (XON) ends the pause at once.
+// - While paused, the priority's frames queue here, in arrival order, up to the port's buffer in
+//   bytes; a frame that does not fit is dropped and counted (nothing upstream is paused: the model
+//   does not propagate pauses).
+// - When the pause ends, its frames are released, oldest first.
+// Counters use the names operators read from NICs (mlx5's ethtool -S): rx_prioN_pause (frames
+// received with priority N enabled, XON included) and rx_prioN_pause_duration (microseconds
+// paused). Not thread-safe; time is CLOCK_MONOTONIC nanoseconds passed in.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "injectors/pfc/pfc_frame.h"
+
+namespace fabric_chaos::lab {
+
+inline constexpr int kPfcPriorityCount = 8;
+
+struct PfcPortSpec {
+  std::string name;  // "p1"
+  int ifindex = 0;
+  int64_t rate_bps = 0;             // the modelled line rate the pause time is counted at
+  int64_t buffer_bytes = 0;         // per priority: what a paused queue holds
+  uint8_t pfc_enabled = 0xff;       // bit p: the port honours pauses of priority p
+};
+
+struct PfcPortCounters {
+  std::array<uint64_t, kPfcPriorityCount> rx_pause{};              // rx_prioN_pause
+  std::array<uint64_t, kPfcPriorityCount> rx_pause_duration_us{};  // rx_prioN_pause_duration
+  std::array<uint64_t, kPfcPriorityCount> rx_pause_ignored{};  // PFC disabled on that priority
+  std::array<uint64_t, kPfcPriorityCount> held_frames{};       // frames queued while paused
+  std::array<uint64_t, kPfcPriorityCount> released_frames{};   // of them, sent after the pause
+  std::array<uint64_t, kPfcPriorityCount> dropped_frames{};    // did not fit the buffer
+};
+
+// The gate's hold time of one port and priority changes: hold until `until_ns`, or open (0).
+struct HoldChange {
+  size_t port = 0;
+  int priority = 0;
+  int64_t until_ns = 0;
+};
+
+// Frames to send out of a port, oldest first.
+struct Release {
+  size_t port = 0;
+  int priority = 0;
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+class PfcSwitchModel {
+ public:
+  // hold_grace_ns: how long past a pause's end the gate keeps holding, so that the agent sends
+  // the held frames before new ones pass them; it is also the most a dead agent holds a port past
+  // the pause.
+  PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns);
+
+  const std::vector<PfcPortSpec>& ports() const { return ports_; }
+  // The port with this ifindex, nullopt when it is not one of ours.
+  std::optional<size_t> portOf(int ifindex) const;
+
+  // A PFC frame arrived on `port` at now_ns; returns the gate changes to make.
+  std::vector<HoldChange> onPauseFrame(size_t port, const injectors::PfcPause& pause,
+                                       int64_t now_ns);
+  // The gate held a frame of `priority` on `port`. Queued while the pause lasts; released by
+  // the next due() when the pause already ended (the frame raced the gate's opening).
+  void onHeld(size_t port, int priority, std::vector<uint8_t> frame);
+  // Pauses ended by now_ns: their frames, to send now, then the gate changes (opening) to make
+  // once they are sent. Also frames held after their pause ended.
+  std::vector<Release> due(int64_t now_ns, std::vector<HoldChange>& opened);
+  // When due() next has work; nullopt when nothing is paused.
+  std::optional<int64_t> nextDeadline() const;
+
+  bool paused(size_t port, int priority) const;
+  // Counters at now_ns (a pause in progress counts up to now).
+  PfcPortCounters counters(size_t port, int64_t now_ns) const;
+  // Bytes queued on a paused priority.
+  int64_t queuedBytes(size_t port, int priority) const;
+
+  // The pause time of `quanta` at `rate_bps`, in nanoseconds.
+  static int64_t pauseNanoseconds(uint16_t quanta, int64_t rate_bps);
+
+ private:
+  struct Queue {
+    bool paused = false;
+    int64_t paused_since_ns = 0;
+    int64_t pause_end_ns = 0;
+    std::deque<std::vector<uint8_t>> frames;
+    int64_t bytes = 0;
+  };
+  struct PortState {
+    std::array<Queue, kPfcPriorityCount> queues;
+    PfcPortCounters counters;
+  };
+
+  std::vector<PfcPortSpec> ports_;
+  std::vector<PortState> state_;
+  int64_t hold_grace_ns_;
+};
+
+}  // namespace fabric_chaos::lab
