@@ -32,6 +32,7 @@ struct RankSpec {
   int64_t reconnect_budget_ms = 30000;
   int64_t max_duration_ms = 600000;  // the rank exits by itself after this long
   std::string transport = "tcp";     // "tcp" or "verbs" (RC QPs over an RDMA device)
+  int dscp = 0;                      // IPv4 DSCP of the ring's traffic
 };
 
 // Receives what the ranks report. Called from the agent's reader threads.

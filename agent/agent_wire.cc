@@ -54,14 +54,15 @@ json rankSpecToJson(const RankSpec& spec) {
               {"peer_timeout_ms", spec.peer_timeout_ms},
               {"reconnect_budget_ms", spec.reconnect_budget_ms},
               {"max_duration_ms", spec.max_duration_ms},
-              {"transport", spec.transport}};
+              {"transport", spec.transport},
+              {"dscp", spec.dscp}};
 }
 
 core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   if (!doc.is_object()) return invalid("rank", "must be an object");
   FC_RETURN_IF_ERROR(onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr",
                                       "next_port", "message_bytes", "compute_ms", "peer_timeout_ms",
-                                      "reconnect_budget_ms", "max_duration_ms", "transport"}));
+                                      "reconnect_budget_ms", "max_duration_ms", "transport", "dscp"}));
   RankSpec spec;
   auto str = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);
@@ -90,6 +91,7 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   FC_RETURN_IF_ERROR(num("reconnect_budget_ms", 0, kBig, spec.reconnect_budget_ms));
   FC_RETURN_IF_ERROR(num("max_duration_ms", 0, kBig, spec.max_duration_ms));
   FC_RETURN_IF_ERROR(str("transport", spec.transport));
+  FC_RETURN_IF_ERROR(num("dscp", 0, 63, spec.dscp));
   if (spec.transport != "tcp" && spec.transport != "verbs") {
     return invalid("transport", "must be \"tcp\" or \"verbs\"");
   }

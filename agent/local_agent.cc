@@ -275,7 +275,9 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
           "--duration-s",
           std::to_string((spec.max_duration_ms + 999) / 1000),
           "--transport",
-          spec.transport};
+          spec.transport,
+          "--dscp",
+          std::to_string(spec.dscp)};
 }
 
 core::Result<std::unique_ptr<WorkloadHandle>> LocalAgent::startWorkload(

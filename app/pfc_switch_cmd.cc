@@ -28,6 +28,7 @@
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/pfc_gate.h"
 #include "injectors/sys/raw_packets.h"
+#include "lab/frame_checksum.h"
 #include "lab/pfc_switch_model.h"
 
 namespace fabric_chaos::app {
@@ -212,7 +213,8 @@ class Agent {
       if (releases.empty() && opened.empty()) return;
       for (const lab::Release& release : releases) {
         const int ifindex = model_.ports()[release.port].ifindex;
-        for (const std::vector<uint8_t>& frame : release.frames) {
+        for (std::vector<uint8_t> frame : release.frames) {
+          lab::completeTransportChecksum(frame);
           if (!gate_.send(ifindex, frame).isOk()) ++send_failures_;
         }
       }
@@ -403,8 +405,9 @@ int pfcSwitchMain(int argc, char** argv) {
   agent.openEverything();
   agent.settle();
   std::vector<lab::HoldChange> opened;
-  for (const lab::Release& release : model.due(INT64_MAX, opened)) {
-    for (const auto& frame : release.frames) {
+  for (lab::Release& release : model.due(INT64_MAX, opened)) {
+    for (std::vector<uint8_t>& frame : release.frames) {
+      lab::completeTransportChecksum(frame);
       (void)(*gate)->send(model.ports()[release.port].ifindex, frame);
     }
   }

@@ -96,7 +96,7 @@ Status readOptionalNumber(const json& obj, const std::string& path, std::string_
 Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
   FC_RETURN_IF_ERROR(checkObject(obj, path,
                                  {"transport", "hosts", "message_bytes", "compute_ms",
-                                  "peer_timeout_ms", "reconnect_budget_ms"}));
+                                  "peer_timeout_ms", "reconnect_budget_ms", "dscp"}));
   if (const json* transport = find(obj, "transport")) {
     if (!transport->is_string() || (*transport != "tcp" && *transport != "verbs")) {
       return invalid(child(path, "transport"), "must be \"tcp\" or \"verbs\"");
@@ -122,6 +122,13 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
   FC_RETURN_IF_ERROR(readInt(obj, path, "peer_timeout_ms", 100, 600000, out.peer_timeout_ms));
   FC_RETURN_IF_ERROR(
       readInt(obj, path, "reconnect_budget_ms", 0, 3600000, out.reconnect_budget_ms));
+  int64_t dscp = out.dscp;
+  FC_RETURN_IF_ERROR(readInt(obj, path, "dscp", 0, 63, dscp));
+  out.dscp = static_cast<int>(dscp);
+  if (out.dscp != 0 && out.transport == "verbs") {
+    return invalid(child(path, "dscp"),
+                   "is for the TCP ring; the verbs ring does not set its traffic class yet");
+  }
   return Status::ok();
 }
 
@@ -405,7 +412,8 @@ json toJson(const Scenario& scenario) {
                 {"message_bytes", w.message_bytes},
                 {"compute_ms", w.compute_ms},
                 {"peer_timeout_ms", w.peer_timeout_ms},
-                {"reconnect_budget_ms", w.reconnect_budget_ms}}},
+                {"reconnect_budget_ms", w.reconnect_budget_ms},
+                {"dscp", w.dscp}}},
               {"baseline_ms", scenario.baseline_ms},
               {"steps", std::move(steps)},
               {"recovery_ms", scenario.recovery_ms},

@@ -64,6 +64,8 @@ struct WorkloadSpec {
   int64_t compute_ms = 5;               // simulated compute between collectives
   int64_t peer_timeout_ms = 10000;      // a silent peer is reconnected after this long
   int64_t reconnect_budget_ms = 30000;  // a rank gives up after reconnecting this long
+  // IPv4 DSCP of the ring's traffic (0-63): 26 puts it in a lab port's lossless class (PFC).
+  int dscp = 0;
 };
 
 struct Gates {

@@ -247,6 +247,7 @@ Result<std::unique_ptr<Transport>> listenTransport(const RankOptions& options,
   tcp.next_addr = options.next_addr;
   tcp.next_port = options.next_port;
   tcp.peer_timeout_ms = options.peer_timeout_ms;
+  tcp.dscp = options.dscp;
   tcp.stop = &stop;
   tcp.abort_connections = hooks.abort_connections;
   auto listening = TcpRing::listen(tcp);
@@ -273,12 +274,17 @@ std::string rankUsage() {
          "  --flush-ms N              how often samples are written out (default 100)\n"
          "  --transport tcp|verbs     (default tcp; verbs runs over RC QPs and needs an RDMA\n"
          "                            device, e.g. Soft-RoCE: rdma link add rxe0 type rxe ...)\n"
+         "  --dscp D                  IPv4 DSCP of the ring's packets, 0-63 (default 0; 26 is\n"
+         "                            RoCE's lossless class on a lab switch)\n"
          "  Addresses are numeric IPv4 or IPv6 ([::1]:5000); names are not resolved.\n";
 }
 
 Status validateRankOptions(const RankOptions& o) {
   if (o.transport != "tcp" && o.transport != "verbs") {
     return invalid("--transport must be tcp or verbs, got " + o.transport);
+  }
+  if (o.dscp != 0 && o.transport == "verbs") {
+    return invalid("--dscp is for the TCP ring; the verbs ring does not set its traffic class yet");
   }
   if (o.world < 1 || o.world > kMaxWorld) {
     return invalid("--world must be between 1 and " + std::to_string(kMaxWorld));
@@ -322,7 +328,7 @@ Result<RankOptions> parseRankArgs(int argc, char** argv) {
   bool have_next = false;
   const core::FlagRules rules{
       {"rank", "world", "listen", "next", "bytes", "compute-ms", "peer-timeout-ms",
-       "reconnect-budget-ms", "duration-s", "flush-ms", "transport"},
+       "reconnect-budget-ms", "duration-s", "flush-ms", "transport", "dscp"},
       {}};
   auto line = core::parseCommandLine(core::commandLineArgs(argc, argv, 1), rules);
   if (!line.isOk()) return line.status();
@@ -349,6 +355,10 @@ Result<RankOptions> parseRankArgs(int argc, char** argv) {
       o.message_bytes = *n;
     } else if (flag == "--transport") {
       o.transport = value;
+    } else if (flag == "--dscp") {
+      auto n = number(0, 63);
+      if (!n.isOk()) return n.status();
+      o.dscp = static_cast<int>(*n);
     } else {
       constexpr int64_t kDay = 86'400'000;
       auto n = flag == "--compute-ms"   ? number(0, kDay)

@@ -29,6 +29,7 @@ struct RankOptions {
   int64_t max_duration_ms = 600000;
   int64_t flush_interval_ms = 100;  // how often samples are written out
   std::string transport = "tcp";
+  int dscp = 0;  // IPv4 DSCP of the ring's packets (TCP: IP_TOS; verbs: the RoCE traffic class)
 };
 
 // Parses `fabric-chaos workload` arguments (--rank, --world, --listen ADDR:PORT,

@@ -45,6 +45,7 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
     spec.peer_timeout_ms = scenario.workload.peer_timeout_ms;
     spec.reconnect_budget_ms = scenario.workload.reconnect_budget_ms;
     spec.transport = scenario.workload.transport;
+    spec.dscp = scenario.workload.dscp;
     // The engine stops the ranks itself; their own limit only guards against a lost engine.
     spec.max_duration_ms = scenario.max_duration_ms + 60000;
     ranks.push_back({spec, AgentRef{host.agent, host.agent_token_file}});

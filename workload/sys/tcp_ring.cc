@@ -32,9 +32,15 @@ constexpr size_t kHelloBytes = 16;        // "FCR1" rank world epoch (big-endian
 constexpr size_t kAckBytes = 8;           // "FCA1" epoch
 constexpr size_t kMaxPending = 16;        // half-open accepted connections awaiting their hello
 
-void tuneSocket(int fd, int buffer_bytes) {
+void tuneSocket(int fd, int buffer_bytes, int dscp) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (dscp > 0) {
+    // The DS field's upper six bits; the ECN bits stay the kernel's. IPv6 has its own option.
+    const int tos = dscp << 2;
+    ::setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+  }
   if (buffer_bytes > 0) {
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
@@ -87,7 +93,7 @@ Result<std::unique_ptr<TcpRing>> TcpRing::listen(const TcpRingOptions& options) 
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   // Accepted sockets inherit these; the receive buffer must be set before listen() to take effect
   // on the window scale.
-  tuneSocket(fd.get(), options.socket_buffer_bytes);
+  tuneSocket(fd.get(), options.socket_buffer_bytes, options.dscp);
   const std::string where = hostPort(options.listen_addr, options.listen_port);
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local->addr), local->len) != 0) {
     return core::errnoStatus(errno, "bind " + where);
@@ -184,7 +190,7 @@ Result<uint32_t> TcpRing::form(uint32_t epoch, int64_t deadline_ns) {
     if (out == Out::kWait && now >= next_attempt_ns) {
       out_fd.reset(::socket(next->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       if (!out_fd.valid()) return core::errnoStatus(errno, "socket");
-      tuneSocket(out_fd.get(), options_.socket_buffer_bytes);
+      tuneSocket(out_fd.get(), options_.socket_buffer_bytes, options_.dscp);
       hello_sent = 0;
       ack_got = 0;
       if (::connect(out_fd.get(), reinterpret_cast<const sockaddr*>(&next->addr), next->len) == 0) {
@@ -311,7 +317,7 @@ Result<uint32_t> TcpRing::form(uint32_t epoch, int64_t deadline_ns) {
           ::close(fd);
           continue;
         }
-        tuneSocket(fd, 0);
+        tuneSocket(fd, 0, options_.dscp);
         Pending p;
         p.fd.reset(fd);
         p.accepted_ns = now;

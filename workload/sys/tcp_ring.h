@@ -33,6 +33,9 @@ struct TcpRingOptions {
   // 0 keeps the kernel's buffer autotuning (best on most hosts: a fixed SO_SNDBUF is capped by
   // net.core.wmem_max, usually far below the autotuned maximum).
   int socket_buffer_bytes = 0;
+  // IPv4 DSCP (IPv6 traffic class) of both connections, 0-63; accepted ones inherit it from the
+  // listening socket. 0 leaves the kernel's default.
+  int dscp = 0;
   const std::atomic<bool>* stop = nullptr;  // polled at least every 50 ms inside every wait
   // Test hook: when it becomes true, sendRecv resets both ring connections (SO_LINGER 0, as a
   // crashing host would), clears the flag and returns kAborted.
