@@ -143,6 +143,22 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("roce-loss"));
   EXPECT_TRUE(names.count("incast-4to1"));
   EXPECT_TRUE(names.count("hot-spot-uplink"));
+  EXPECT_TRUE(names.count("pfc-storm"));
+  EXPECT_TRUE(names.count("pfc-storm-intermittent"));
+}
+
+TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {
+  for (const char* file : {"pfc-storm.json", "pfc-storm-intermittent.json"}) {
+    const Scenario s = load(file);
+    ASSERT_EQ(s.steps.size(), 1u);
+    EXPECT_EQ(s.steps[0].kind, "pfc_storm");
+    EXPECT_EQ(s.workload.dscp, 26) << "the ring must be in the lossless class the storm pauses";
+    EXPECT_EQ(s.steps[0].params.at("priorities"), nlohmann::json::array({3}));
+    auto plan = planFaults(s, netnsLab());
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_EQ(plan->size(), 1u);
+    EXPECT_EQ(injectors::describe((*plan)[0].target.target), "fcl-h1/eth0");
+  }
 }
 
 TEST(LibraryTest, HotSpotUplinkSteersElephantsFromH2ToH5OverOneOfL0sUplinks) {
