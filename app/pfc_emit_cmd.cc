@@ -19,6 +19,7 @@
 #include "injectors/pfc/pfc_emitter_options.h"
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/ethtool.h"
+#include "injectors/sys/process.h"
 #include "injectors/sys/raw_packets.h"
 
 namespace fabric_chaos::app {
@@ -99,6 +100,19 @@ int pfcEmitMain(int argc, char** argv) {
   const auto xon_frame = injectors::buildPfcFrame(out.mac(), injectors::pfcXon(o.class_enable));
 
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // wake within ~1 ns of the deadline, not 50 us
+  if (injectors::pfcEmitRealtime(o, period->period_ns)) {
+    // On a busy 2-core machine an ordinary emitter's gaps reached 0.18-0.26 of the pause time
+    // at p99; under SCHED_FIFO, 0.04.
+    if (core::Status status = sys::enterRealtimeScheduling(10); !status.isOk()) {
+      std::fprintf(stderr, "fabric-chaos pfc-emit: staying an ordinary process: %s\n",
+                   status.toString().c_str());
+    }
+  } else if (o.realtime) {
+    std::fprintf(stderr,
+                 "fabric-chaos pfc-emit: a %.1f us period is too short for real-time scheduling "
+                 "(it could take a core); staying an ordinary process\n",
+                 static_cast<double>(period->period_ns) / 1000.0);
+  }
 
   const int64_t period_ns = period->period_ns;
   std::fprintf(stderr,

@@ -29,14 +29,15 @@ core::Result<PfcEmitterOptions> parsePfcEmitterArgs(int argc, char** argv) {
   bool have_off = false;
   const core::FlagRules rules{
       {"ifname", "priorities", "quanta", "interval-us", "link-mbps", "on-ms", "off-ms", "stats-ms"},
-      {"continuous", "xon-on-stop"}};
+      {"continuous", "xon-on-stop", "realtime"}};
   auto line = core::parseCommandLine(core::commandLineArgs(argc, argv, 1), rules);
   if (!line.isOk()) return line.status();
   for (const core::ParsedFlag& parsed : line->flags) {
     const std::string flag = "--" + parsed.name;
     const std::string& value = parsed.value;
-    if (flag == "--continuous" || flag == "--xon-on-stop") {
-      (flag == "--continuous" ? o.continuous : o.xon_on_stop) = true;
+    if (flag == "--continuous" || flag == "--xon-on-stop" || flag == "--realtime") {
+      (flag == "--continuous" ? o.continuous : flag == "--xon-on-stop" ? o.xon_on_stop : o.realtime) =
+          true;
     } else if (flag == "--ifname") {
       if (value.empty() || value.size() > 15) {
         return invalid("--ifname \"" + value + "\" is not an interface name (1-15 characters)");
@@ -104,6 +105,9 @@ until SIGTERM or SIGINT (or its parent process goes away).
                        the reported one)
   --on-ms A --off-ms B intermittent storm: send during A ms, stay silent B ms, repeat
   --xon-on-stop        on stopping send one XON (pause time 0) for the listed priorities
+  --realtime           run under SCHED_FIFO (priority 10; needs root), so that a busy machine's
+                       scheduler does not delay frames: a continuous storm's gaps then stay
+                       within a small fraction of the pause time
   --stats-ms S         print a JSON stats line on stdout every S ms (default 200); the first
                        one right after the first frame, the last one with "final":true
 

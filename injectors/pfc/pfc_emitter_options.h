@@ -21,6 +21,7 @@ struct PfcEmitterOptions {
   int64_t on_ms = 0;                   // --on-ms/--off-ms: send A ms, pause B ms, repeat;
   int64_t off_ms = 0;                  //   on_ms 0 = send all the time
   bool xon_on_stop = false;            // --xon-on-stop: one XON frame on SIGTERM/SIGINT
+  bool realtime = false;               // --realtime: SCHED_FIFO, so that frames leave on time
   int64_t stats_ms = 200;              // --stats-ms: one JSON stats line this often
 };
 
@@ -37,6 +38,13 @@ struct PfcEmitPeriod {
 
 // The smallest period the emitter runs at; a shorter computed one is raised to it.
 inline constexpr int64_t kMinPfcEmitPeriodNs = 1000;
+
+// Whether the emitter runs under SCHED_FIFO: asked for (--realtime), and a period of at least
+// 100 us, so that it sleeps most of the time and cannot starve the rest of its core.
+inline constexpr int64_t kMinRealtimePfcEmitPeriodNs = 100'000;
+inline bool pfcEmitRealtime(const PfcEmitterOptions& options, int64_t period_ns) {
+  return options.realtime && period_ns >= kMinRealtimePfcEmitPeriodNs;
+}
 
 // The frame period: --interval-us as given, or with --continuous half the pause time of `quanta`
 // at --link-mbps if given, else at reported_link_mbps (what ethtool says). kInvalidArgument when

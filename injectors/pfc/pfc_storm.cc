@@ -63,6 +63,9 @@ std::vector<std::string> PfcStorm::emitterArgv(const std::string& self_exe,
                 {"--interval-us", std::to_string(std::max<int64_t>(1, std::llround(period_us)))});
   } else {
     argv.push_back("--continuous");
+    // Late frames would let the pause lapse. The emitter stays an ordinary process when its
+    // period is so short that real-time scheduling could take a core (pfcEmitRealtime).
+    argv.push_back("--realtime");
     if (p.contains("link_mbps")) {
       argv.insert(argv.end(), {"--link-mbps", std::to_string(p["link_mbps"].get<int64_t>())});
     }

@@ -282,4 +282,18 @@ std::unique_ptr<ProcessLauncher> makeForkExecLauncher() {
   return std::make_unique<ForkExecLauncher>();
 }
 
+core::Status enterRealtimeScheduling(int priority) {
+  sched_param param{};
+  param.sched_priority = priority;
+  if (::sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+    const int err = errno;
+    if (err == EPERM) {
+      return core::Status(core::StatusCode::kPermissionDenied,
+                          "real-time scheduling needs CAP_SYS_NICE", err);
+    }
+    return core::errnoStatus(err, "sched_setscheduler SCHED_FIFO");
+  }
+  return core::Status::ok();
+}
+
 }  // namespace fabric_chaos::sys

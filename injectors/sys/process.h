@@ -42,4 +42,8 @@ std::unique_ptr<ProcessLauncher> makeForkExecLauncher();
 // still alive (sys::processAlive) after grace_ms. True when it is gone (or was never there).
 bool terminateProcess(pid_t pid, int grace_ms);
 
+// Moves the calling process to SCHED_FIFO at `priority` (1-99). kPermissionDenied without
+// CAP_SYS_NICE.
+core::Status enterRealtimeScheduling(int priority);
+
 }  // namespace fabric_chaos::sys

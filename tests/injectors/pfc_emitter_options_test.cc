@@ -103,7 +103,7 @@ TEST(PfcEmitterArgs, UsageErrorsNameTheFlag) {
 TEST(PfcEmitterArgs, UsageListsEveryFlag) {
   const std::string usage = pfcEmitterUsage();
   for (const char* flag : {"--ifname", "--priorities", "--quanta", "--interval-us", "--continuous",
-                           "--link-mbps", "--on-ms", "--off-ms", "--xon-on-stop", "--stats-ms"}) {
+                           "--link-mbps", "--on-ms", "--off-ms", "--xon-on-stop", "--realtime", "--stats-ms"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
@@ -173,6 +173,17 @@ TEST(PfcEmitPeriod, TheReasonSaysWhereTheSpeedCameFrom) {
   ASSERT_TRUE(tiny.isOk());
   EXPECT_NE(tiny->reason.find("0.00128 us"), std::string::npos) << tiny->reason;
   EXPECT_NE(tiny->reason.find("1 us minimum"), std::string::npos) << tiny->reason;
+}
+
+TEST(PfcEmitterArgs, RealtimeOnlyForPeriodsThatLeaveTheCoreIdle) {
+  auto options = parse({"--ifname", "eth0", "--priorities", "3", "--continuous", "--realtime"});
+  ASSERT_TRUE(options.isOk()) << options.status().toString();
+  EXPECT_TRUE(options->realtime);
+  EXPECT_TRUE(pfcEmitRealtime(*options, 1'677'696));  // 65535 quanta at 10 Gbit/s, halved
+  EXPECT_TRUE(pfcEmitRealtime(*options, kMinRealtimePfcEmitPeriodNs));
+  EXPECT_FALSE(pfcEmitRealtime(*options, kMinRealtimePfcEmitPeriodNs - 1));
+  options->realtime = false;
+  EXPECT_FALSE(pfcEmitRealtime(*options, 1'677'696));
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ TEST_F(PfcStormTest, TheEmittersCommandLineFollowsTheMode) {
   EXPECT_EQ(
       PfcStorm::emitterArgv("/bin/fc", port, {{"priorities", {3, 4}}}),
       (std::vector<std::string>{"/bin/fc", "pfc-emit", "--ifname", "p1", "--priorities", "3,4",
-                                "--quanta", "65535", "--continuous", "--xon-on-stop"}));
+                                "--quanta", "65535", "--continuous", "--realtime",
+                                "--xon-on-stop"}));
   EXPECT_EQ(PfcStorm::emitterArgv("/bin/fc", port,
                                   {{"priorities", {3}},
                                    {"quanta", 100},
@@ -75,8 +76,8 @@ TEST_F(PfcStormTest, TheEmittersCommandLineFollowsTheMode) {
                                       "--off-ms", "800"}));
   EXPECT_EQ(PfcStorm::emitterArgv("/bin/fc", port, {{"priorities", {0}}, {"link_mbps", 25000}}),
             (std::vector<std::string>{"/bin/fc", "pfc-emit", "--ifname", "p1", "--priorities", "0",
-                                      "--quanta", "65535", "--continuous", "--link-mbps", "25000",
-                                      "--xon-on-stop"}));
+                                      "--quanta", "65535", "--continuous", "--realtime",
+                                      "--link-mbps", "25000", "--xon-on-stop"}));
   EXPECT_EQ(PfcStorm::emitterKey(port), "pfc_storm fcl-sw0/p1");
 }
 
