@@ -60,9 +60,10 @@ json rankSpecToJson(const RankSpec& spec) {
 
 core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   if (!doc.is_object()) return invalid("rank", "must be an object");
-  FC_RETURN_IF_ERROR(onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr",
-                                      "next_port", "message_bytes", "compute_ms", "peer_timeout_ms",
-                                      "reconnect_budget_ms", "max_duration_ms", "transport", "dscp"}));
+  FC_RETURN_IF_ERROR(
+      onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr", "next_port",
+                       "message_bytes", "compute_ms", "peer_timeout_ms", "reconnect_budget_ms",
+                       "max_duration_ms", "transport", "dscp"}));
   RankSpec spec;
   auto str = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);

@@ -71,11 +71,11 @@ VM lab only:
 )";
 
 core::FlagRules labFlagRules() {
-  core::FlagRules rules{{"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command",
-                         "guest-init", "boot-timeout", "base-port", "topology", "leaves", "spines",
-                         "hosts-per-leaf", "rails", "link-rate", "buffer", "lossless-dscp", "ecn",
-                         "pfc-priority"},
-                        {"help", "no-agent", "pfc"}};
+  core::FlagRules rules{
+      {"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command", "guest-init",
+       "boot-timeout", "base-port", "topology", "leaves", "spines", "hosts-per-leaf", "rails",
+       "link-rate", "buffer", "lossless-dscp", "ecn", "pfc-priority"},
+      {"help", "no-agent", "pfc"}};
   rules.positional = true;  // the action
   return rules;
 }
@@ -148,7 +148,8 @@ core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags&
     return core::Status(core::StatusCode::kInvalidArgument, "--pfc-priority needs --pfc");
   }
   if (flags.has("pfc")) {
-    auto priority = core::parseFlagInteger("--pfc-priority", flags.getOr("pfc-priority", "3"), 0, 7);
+    auto priority =
+        core::parseFlagInteger("--pfc-priority", flags.getOr("pfc-priority", "3"), 0, 7);
     if (!priority.isOk()) return priority.status();
     model.pfc = scenarios::PfcHonouring{static_cast<int>(*priority)};
   }

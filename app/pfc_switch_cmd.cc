@@ -89,18 +89,19 @@ struct Options {
 };
 
 core::Result<Options> parseOptions(int argc, char** argv) {
-  const core::FlagRules rules{{"ports", "rate-bps", "buffer-bytes", "lossless-dscp",
-                               "lossless-priority", "pfc-enabled", "stats", "netns-file",
-                               "pid-file", "log"},
-                              {"daemon", "help"},
-                              false};
+  const core::FlagRules rules{
+      {"ports", "rate-bps", "buffer-bytes", "lossless-dscp", "lossless-priority", "pfc-enabled",
+       "stats", "netns-file", "pid-file", "log"},
+      {"daemon", "help"},
+      false};
   const Flags flags = parseFlags(argc, argv, rules);
   if (!flags.error.empty()) return core::Status(core::StatusCode::kInvalidArgument, flags.error);
   Options o;
   o.ports = splitList(flags.getOr("ports", ""));
-  if (o.ports.empty()) return core::Status(core::StatusCode::kInvalidArgument, "--ports is required");
-  auto rate = core::parseFlagInteger("--rate-bps", flags.getOr("rate-bps", ""), 1'000'000,
-                                     100'000'000'000);
+  if (o.ports.empty())
+    return core::Status(core::StatusCode::kInvalidArgument, "--ports is required");
+  auto rate =
+      core::parseFlagInteger("--rate-bps", flags.getOr("rate-bps", ""), 1'000'000, 100'000'000'000);
   if (!rate.isOk()) return rate.status();
   o.rate_bps = *rate;
   auto buffer = core::parseFlagInteger("--buffer-bytes", flags.getOr("buffer-bytes", ""), 1514,
@@ -198,8 +199,8 @@ class Agent {
 
   void onPauseFrame(size_t port, const injectors::PfcPause& pause) {
     for (const lab::HoldChange& change : model_.onPauseFrame(port, pause, monotonicNs())) {
-      report(gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority,
-                             change.until_ns));
+      report(
+          gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
     }
   }
 
@@ -298,10 +299,10 @@ int pfcSwitchMain(int argc, char** argv) {
     if (word == 0) {
       // Running: from now on nothing may hold the starter's pipes open (it waits for their end).
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      const int log_fd = o.log_path.empty()
-                             ? null_fd
-                             : ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                                      0644);
+      const int log_fd =
+          o.log_path.empty()
+              ? null_fd
+              : ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       ::dup2(null_fd, STDIN_FILENO);
       ::dup2(log_fd >= 0 ? log_fd : null_fd, STDOUT_FILENO);
       ::dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO);

@@ -70,8 +70,8 @@ double percentile(std::vector<double> values, double p) {
 void startCapture(const std::string& netns, const std::string& ifname, const std::string& filter,
                   const std::string& file, bool with_ip_id = false) {
   shell("timeout 60 ip netns exec " + netns + " tshark -l -n -i " + ifname + " -f '" + filter +
-        "' -T fields -e frame.time_epoch" + (with_ip_id ? " -e ip.id" : "") + " > " + file +
-        " 2>" + file + ".err &");
+        "' -T fields -e frame.time_epoch" + (with_ip_id ? " -e ip.id" : "") + " > " + file + " 2>" +
+        file + ".err &");
   for (int i = 0; i < 100; ++i) {
     if (shell("cat " + file + ".err").find("Capturing on") != std::string::npos) return;
     ::usleep(100 * 1000);
@@ -106,13 +106,12 @@ int main(int, char** argv) {
     std::fprintf(stderr, "pfc_bench: needs root (it builds network namespaces)\n");
     return 2;
   }
-  const std::string binary =
-      std::getenv("FC_BINARY") != nullptr
-          ? std::getenv("FC_BINARY")
-          : (std::filesystem::absolute(argv[0]).parent_path().parent_path() / "app" /
-             "fabric-chaos")
-                .lexically_normal()
-                .string();
+  const std::string binary = std::getenv("FC_BINARY") != nullptr
+                                 ? std::getenv("FC_BINARY")
+                                 : (std::filesystem::absolute(argv[0]).parent_path().parent_path() /
+                                    "app" / "fabric-chaos")
+                                       .lexically_normal()
+                                       .string();
   if (!std::filesystem::exists(binary) || shell("command -v tshark").empty() ||
       shell("command -v iperf3").empty()) {
     std::fprintf(stderr, "pfc_bench: needs %s, tshark and iperf3\n", binary.c_str());
@@ -130,8 +129,8 @@ int main(int, char** argv) {
   options.name = "pfc-bench";
   options.state_dir = dir + "/state";
   options.binary = binary;
-  options.egress = fabric_chaos::scenarios::EgressModel{static_cast<int64_t>(kRateBps), 512 * 1024,
-                                                       {26}};
+  options.egress =
+      fabric_chaos::scenarios::EgressModel{static_cast<int64_t>(kRateBps), 512 * 1024, {26}};
   options.egress->pfc = fabric_chaos::scenarios::PfcHonouring{3};
   NetnsLab lab(*runner, *offloads, *sysctls, options);
   auto up = lab.up(quiet);
@@ -140,11 +139,12 @@ int main(int, char** argv) {
     (void)lab.down(quiet);
     return 2;
   }
-  std::printf("pfc_bench: star lab, 3 hosts, ports at 100 Mbit/s honouring PFC (lab up --pfc); "
-              "%ld cores\n",
-              ::sysconf(_SC_NPROCESSORS_ONLN));
-  const std::string emit = "ip netns exec fcpb-h1 " + binary +
-                           " pfc-emit --ifname eth0 --priorities 3 ";
+  std::printf(
+      "pfc_bench: star lab, 3 hosts, ports at 100 Mbit/s honouring PFC (lab up --pfc); "
+      "%ld cores\n",
+      ::sysconf(_SC_NPROCESSORS_ONLN));
+  const std::string emit =
+      "ip netns exec fcpb-h1 " + binary + " pfc-emit --ifname eth0 --priorities 3 ";
 
   // 1. As fast as the emitter goes, for 2 s.
   startCapture("fcpb-sw0", "p1", "ether proto 0x8808", dir + "/rate");
@@ -157,9 +157,10 @@ int main(int, char** argv) {
   std::printf("\n1. emitter rate: %.0f frames/s seen by tshark on the switch port\n", fps);
   for (const double link : {kRateBps, 10e9, 100e9}) {
     const double needed = link / (65535.0 * 512);
-    std::printf("   over the %.0f frames/s that hold 65535 quanta at %g Gbit/s   %10.1f  "
-                "(target >= 10)\n",
-                needed, link / 1e9, fps / needed);
+    std::printf(
+        "   over the %.0f frames/s that hold 65535 quanta at %g Gbit/s   %10.1f  "
+        "(target >= 10)\n",
+        needed, link / 1e9, fps / needed);
   }
 
   // 2. A continuous storm paced for 10 Gbit/s, 3 s.
@@ -174,26 +175,30 @@ int main(int, char** argv) {
   for (size_t i = 1; i + 1 < gap_times.size(); ++i) {  // the last frame is the stop's, if any
     jitter.push_back(std::fabs(gap_times[i] - gap_times[i - 1] - period));
   }
-  std::printf("\n2. continuous storm for 10 Gbit/s: %zu gaps, period %.3f ms, |gap - period| "
-              "p50 %.1f us, p99 %.1f us\n",
-              jitter.size(), period * 1e3, percentile(jitter, 0.5) * 1e6,
-              percentile(jitter, 0.99) * 1e6);
-  std::printf("   p99 jitter / pause time (%.2f ms)                               %10.3f  "
-              "(target <= 0.1)\n",
-              pause_10g * 1e3, percentile(jitter, 0.99) / pause_10g);
+  std::printf(
+      "\n2. continuous storm for 10 Gbit/s: %zu gaps, period %.3f ms, |gap - period| "
+      "p50 %.1f us, p99 %.1f us\n",
+      jitter.size(), period * 1e3, percentile(jitter, 0.5) * 1e6, percentile(jitter, 0.99) * 1e6);
+  std::printf(
+      "   p99 jitter / pause time (%.2f ms)                               %10.3f  "
+      "(target <= 0.1)\n",
+      pause_10g * 1e3, percentile(jitter, 0.99) / pause_10g);
 
   // 3. Single frames against a DSCP-26 UDP flow h0 -> h1.
-  std::printf("\n3. pause accuracy at 100 Mbit/s: longest one-way delay of a 40 Mbit/s "
-              "DSCP-26 UDP flow h0 -> h1 over the pause time\n");
+  std::printf(
+      "\n3. pause accuracy at 100 Mbit/s: longest one-way delay of a 40 Mbit/s "
+      "DSCP-26 UDP flow h0 -> h1 over the pause time\n");
   shell("ip netns exec fcpb-h1 iperf3 -s -D -p 5701 --logfile " + dir + "/iperf3.log");
   ::usleep(300 * 1000);
   for (const int quanta : {65535, 16384, 4096, 1024, 256}) {
     const double pause = quanta * 512.0 / kRateBps;
     startCapture("fcpb-h0", "eth0", "udp port 5701", dir + "/sent", true);
     startCapture("fcpb-h1", "eth0", "udp port 5701", dir + "/received", true);
-    shell("ip netns exec fcpb-h0 iperf3 -c 10.200.0.2 -p 5701 -u -b 40M -l 1000 -S 104 -t 2 "
-          "> /dev/null 2>&1 & sleep 0.8; timeout -s KILL 0.2 " + emit + "--quanta " +
-          std::to_string(quanta) + " --interval-us 10000000 > /dev/null 2>&1; wait");
+    shell(
+        "ip netns exec fcpb-h0 iperf3 -c 10.200.0.2 -p 5701 -u -b 40M -l 1000 -S 104 -t 2 "
+        "> /dev/null 2>&1 & sleep 0.8; timeout -s KILL 0.2 " +
+        emit + "--quanta " + std::to_string(quanta) +
+        " --interval-us 10000000 > /dev/null 2>&1; wait");
     stopCaptures();
     std::map<std::string, double> sent;
     for (const auto& [time, id] : timesById(shell("cat " + dir + "/sent"))) sent[id] = time;
@@ -202,10 +207,11 @@ int main(int, char** argv) {
       if (auto it = sent.find(id); it != sent.end()) delays.push_back(time - it->second);
     }
     const double longest = delays.empty() ? 0 : *std::max_element(delays.begin(), delays.end());
-    std::printf("   %5d quanta (%8.3f ms): longest one-way delay %8.3f ms (median %.3f ms, %zu "
-                "datagrams)   ratio %6.3f  (target 0.9-1.1)\n",
-                quanta, pause * 1e3, longest * 1e3, percentile(delays, 0.5) * 1e3, delays.size(),
-                longest / pause);
+    std::printf(
+        "   %5d quanta (%8.3f ms): longest one-way delay %8.3f ms (median %.3f ms, %zu "
+        "datagrams)   ratio %6.3f  (target 0.9-1.1)\n",
+        quanta, pause * 1e3, longest * 1e3, percentile(delays, 0.5) * 1e3, delays.size(),
+        longest / pause);
   }
   shell("pkill -f 'iperf3 -s -D -p 5701'");
   (void)lab.down(quiet);

@@ -229,7 +229,8 @@ Status NetnsLab::ensurePfcAgents(const scenarios::Fabric& fabric, const Progress
     FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw, options_.state_dir));
   }
   std::string dscp;
-  for (int d : options_.egress->lossless_dscp) dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
+  for (int d : options_.egress->lossless_dscp)
+    dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
   progress("PFC on every switch port: the lossless class (DSCP " + dscp + ") is priority " +
            std::to_string(options_.egress->pfc->priority) +
            "; a port pauses it on the 802.1Qbb frames it receives (counters in " +
@@ -430,7 +431,8 @@ Status NetnsLab::down(const Progress& progress) {
   Status first_error;
   for (const auto& ns : *present) {
     // A process still inside would keep running, unreachable, after its namespace is gone.
-    if (Status s = stopProcessesInNetns(runner_, ns, progress); !s.isOk() && first_error.isOk()) first_error = s;
+    if (Status s = stopProcessesInNetns(runner_, ns, progress); !s.isOk() && first_error.isOk())
+      first_error = s;
   }
   for (const auto& ns : *present) {
     progress("removing namespace " + ns);

@@ -22,8 +22,7 @@ int64_t PfcSwitchModel::pauseNanoseconds(uint16_t quanta, int64_t rate_bps) {
   return static_cast<int64_t>(bits * 1'000'000'000 / rate_bps);
 }
 
-std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port,
-                                                     const injectors::PfcPause& pause,
+std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injectors::PfcPause& pause,
                                                      int64_t now_ns) {
   std::vector<HoldChange> changes;
   if (port >= ports_.size()) return changes;

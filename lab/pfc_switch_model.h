@@ -31,18 +31,18 @@ inline constexpr int kPfcPriorityCount = 8;
 struct PfcPortSpec {
   std::string name;  // "p1"
   int ifindex = 0;
-  int64_t rate_bps = 0;             // the modelled line rate the pause time is counted at
-  int64_t buffer_bytes = 0;         // per priority: what a paused queue holds
-  uint8_t pfc_enabled = 0xff;       // bit p: the port honours pauses of priority p
+  int64_t rate_bps = 0;        // the modelled line rate the pause time is counted at
+  int64_t buffer_bytes = 0;    // per priority: what a paused queue holds
+  uint8_t pfc_enabled = 0xff;  // bit p: the port honours pauses of priority p
 };
 
 struct PfcPortCounters {
   std::array<uint64_t, kPfcPriorityCount> rx_pause{};              // rx_prioN_pause
   std::array<uint64_t, kPfcPriorityCount> rx_pause_duration_us{};  // rx_prioN_pause_duration
-  std::array<uint64_t, kPfcPriorityCount> rx_pause_ignored{};  // PFC disabled on that priority
-  std::array<uint64_t, kPfcPriorityCount> held_frames{};       // frames queued while paused
-  std::array<uint64_t, kPfcPriorityCount> released_frames{};   // of them, sent after the pause
-  std::array<uint64_t, kPfcPriorityCount> dropped_frames{};    // did not fit the buffer
+  std::array<uint64_t, kPfcPriorityCount> rx_pause_ignored{};      // PFC disabled on that priority
+  std::array<uint64_t, kPfcPriorityCount> held_frames{};           // frames queued while paused
+  std::array<uint64_t, kPfcPriorityCount> released_frames{};       // of them, sent after the pause
+  std::array<uint64_t, kPfcPriorityCount> dropped_frames{};        // did not fit the buffer
 };
 
 // The gate's hold time of one port and priority changes: hold until `until_ns`, or open (0).

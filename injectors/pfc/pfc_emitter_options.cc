@@ -36,8 +36,9 @@ core::Result<PfcEmitterOptions> parsePfcEmitterArgs(int argc, char** argv) {
     const std::string flag = "--" + parsed.name;
     const std::string& value = parsed.value;
     if (flag == "--continuous" || flag == "--xon-on-stop" || flag == "--realtime") {
-      (flag == "--continuous" ? o.continuous : flag == "--xon-on-stop" ? o.xon_on_stop : o.realtime) =
-          true;
+      (flag == "--continuous"    ? o.continuous
+       : flag == "--xon-on-stop" ? o.xon_on_stop
+                                 : o.realtime) = true;
     } else if (flag == "--ifname") {
       if (value.empty() || value.size() > 15) {
         return invalid("--ifname \"" + value + "\" is not an interface name (1-15 characters)");

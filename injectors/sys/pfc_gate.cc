@@ -26,7 +26,8 @@ static_assert(kPfcPriorities == FC_PFC_PRIORITIES);
 static_assert(sizeof(fc_pfc_params) == 3 * sizeof(uint64_t));
 
 const tc_bpf::EmbeddedObject kGate = {fc_pfc_gate_bpf_object, fc_pfc_gate_bpf_object_size,
-                                      "fc_pfc_gate", FC_PFC_PROG_NAME, "the PFC gate", ""};
+                                      "fc_pfc_gate",          FC_PFC_PROG_NAME,
+                                      "the PFC gate",         ""};
 
 struct RingCloser {
   void operator()(ring_buffer* ring) const { ring_buffer__free(ring); }
@@ -65,9 +66,8 @@ class BpfPfcGate : public PfcGate {
   Status holdUntil(int ifindex, int priority, int64_t until_ns) override {
     auto it = holds_.find(ifindex);
     if (it == holds_.end() || priority < 0 || priority >= kPfcPriorities) {
-      return Status(StatusCode::kInvalidArgument,
-                    "no gated port " + std::to_string(ifindex) + " priority " +
-                        std::to_string(priority));
+      return Status(StatusCode::kInvalidArgument, "no gated port " + std::to_string(ifindex) +
+                                                      " priority " + std::to_string(priority));
     }
     it->second.hold_until_ns[priority] = static_cast<fc_pfc_u64>(until_ns < 0 ? 0 : until_ns);
     const uint32_t key = static_cast<uint32_t>(ifindex);
@@ -166,8 +166,8 @@ core::Result<std::unique_ptr<PfcGate>> openPfcGate(const std::vector<std::string
     return Status(StatusCode::kInternal, "the embedded PFC gate object lacks its maps or program");
   }
   const int program_fd = bpf_program__fd(program);
-  auto gate = std::make_unique<BpfPfcGate>(std::move(*object), bpf_map__fd(hold),
-                                           bpf_map__fd(counts));
+  auto gate =
+      std::make_unique<BpfPfcGate>(std::move(*object), bpf_map__fd(hold), bpf_map__fd(counts));
   // Maps first, so that the program finds every port's entry from its first frame.
   FC_RETURN_IF_ERROR(gate->init(ports, config.reinject_mark));
   for (const std::string& port : ports) {

@@ -1,8 +1,8 @@
-/* What the lab switch's PFC gate (lab/bpf/pfc_gate.bpf.c) and its loader (injectors/sys/pfc_gate.cc)
- * must agree on: the parameters the loader writes into the program's .rodata, the per-port pause
- * state it updates, the record of a held frame the program hands over, and the names of the
- * program and its maps. Plain C, no system headers: it is compiled for the bpf target as well as
- * into C++. */
+/* What the lab switch's PFC gate (lab/bpf/pfc_gate.bpf.c) and its loader
+ * (injectors/sys/pfc_gate.cc) must agree on: the parameters the loader writes into the program's
+ * .rodata, the per-port pause state it updates, the record of a held frame the program hands over,
+ * and the names of the program and its maps. Plain C, no system headers: it is compiled for the bpf
+ * target as well as into C++. */
 #pragma once
 
 typedef unsigned long long fc_pfc_u64;

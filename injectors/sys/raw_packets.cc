@@ -144,14 +144,14 @@ core::Result<std::unique_ptr<RawPacketReceiver>> openRawPacketReceiver(const std
   auto bound = boundPacketSocket(ifname, htons(ETH_P_ALL));
   if (!bound.isOk()) return bound.status();
   sock_filter code[] = {
-      {BPF_LD | BPF_H | BPF_ABS, 0, 0, 12},        // the ethertype
+      {BPF_LD | BPF_H | BPF_ABS, 0, 0, 12},          // the ethertype
       {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, ethertype},  // ours: keep; else: drop
       {BPF_RET | BPF_K, 0, 0, 0xffff},
       {BPF_RET | BPF_K, 0, 0, 0},
   };
   sock_fprog program{static_cast<unsigned short>(sizeof(code) / sizeof(code[0])), code};
-  if (::setsockopt(bound->first.get(), SOL_SOCKET, SO_ATTACH_FILTER, &program,
-                   sizeof(program)) != 0) {
+  if (::setsockopt(bound->first.get(), SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) !=
+      0) {
     return core::errnoStatus(errno, "cannot filter the packet socket for " + ifname);
   }
   // Frames queued between socket() and the filter may be of any type: drop them.

@@ -39,7 +39,7 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
 
 // A frame a receiver read.
 struct ReceivedFrame {
-  size_t length = 0;  // bytes copied into the caller's buffer (the frame may have been longer)
+  size_t length = 0;      // bytes copied into the caller's buffer (the frame may have been longer)
   bool outgoing = false;  // sent by this machine out of the interface, not received on it
 };
 

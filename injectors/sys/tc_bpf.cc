@@ -21,7 +21,6 @@ namespace {
 using core::Status;
 using core::StatusCode;
 
-
 // libbpf reports the kernel's extended ack ("Parent Qdisc doesn't exists") and its own warnings
 // through one process-wide print callback, to stderr by default: lines in the middle of `lab up`'s
 // progress, mostly about outcomes we expect (querying an empty slot, a clsact qdisc already
@@ -180,10 +179,10 @@ Status attachProgram(int program_fd, const std::string& ifname, const std::strin
   opts.prog_fd = program_fd;
   opts.flags = BPF_TC_F_REPLACE;
   if (int ret = bpf_tc_attach(&hook, &opts); ret != 0) {
-    return permissionOr(errorOf(ret),
-                        std::string("attaching ") + description + " to " + where + "'s " +
-                            hookName(slot),
-                        StatusCode::kNotSupported, strerror(errorOf(ret)) + libbpf.last());
+    return permissionOr(
+        errorOf(ret),
+        std::string("attaching ") + description + " to " + where + "'s " + hookName(slot),
+        StatusCode::kNotSupported, strerror(errorOf(ret)) + libbpf.last());
   }
   return Status::ok();
 }

@@ -3,10 +3,10 @@
  * direct-action cls_bpf filter on every port's clsact egress, ahead of the ECN marker and the
  * port's htb/bfifo queues. While a port's priority is paused (its hold_until_ns is in the future),
  * a frame of that priority does not go out: the program copies it into a ring buffer and steals
- * it, and the switch's PFC agent (app/pfc_switch_cmd.cc) sends it back out of the port, marked, once
- * the pause ends. Everything else continues to the next filter untouched. The host kernel has no
- * plug, prio or mqprio qdisc, and htb keeps a token debt across rate changes: holding in user space
- * is how a paused egress sends nothing and releases at once. One program serves every port. */
+ * it, and the switch's PFC agent (app/pfc_switch_cmd.cc) sends it back out of the port, marked,
+ * once the pause ends. Everything else continues to the next filter untouched. The host kernel has
+ * no plug, prio or mqprio qdisc, and htb keeps a token debt across rate changes: holding in user
+ * space is how a paused egress sends nothing and releases at once. One program serves all ports. */
 
 // libbpf's helper headers need the kernel's types first.
 // clang-format off
@@ -80,7 +80,7 @@ int fc_pfc_gate(struct __sk_buff* skb) {
   held->priority = priority;
   held->length = length;
   held->reserved = 0;
-  /* Bounded again on the register the helper reads, for the verifier (length <= MAX_FRAME < 2048). */
+  /* Bounded again on the register the helper reads, for the verifier (length < 2048). */
   __u32 copy = length & 2047;
   if (copy > FC_PFC_MAX_FRAME) copy = FC_PFC_MAX_FRAME;
   if (copy == 0 || bpf_skb_load_bytes(skb, 0, held->data, copy) != 0) {

@@ -102,8 +102,9 @@ TEST(PfcEmitterArgs, UsageErrorsNameTheFlag) {
 
 TEST(PfcEmitterArgs, UsageListsEveryFlag) {
   const std::string usage = pfcEmitterUsage();
-  for (const char* flag : {"--ifname", "--priorities", "--quanta", "--interval-us", "--continuous",
-                           "--link-mbps", "--on-ms", "--off-ms", "--xon-on-stop", "--realtime", "--stats-ms"}) {
+  for (const char* flag :
+       {"--ifname", "--priorities", "--quanta", "--interval-us", "--continuous", "--link-mbps",
+        "--on-ms", "--off-ms", "--xon-on-stop", "--realtime", "--stats-ms"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

@@ -58,11 +58,10 @@ TEST_F(PfcStormTest, ValidatesTheSchemaAndTheRulesBetweenParameters) {
 
 TEST_F(PfcStormTest, TheEmittersCommandLineFollowsTheMode) {
   const InterfaceTarget port{"fcl-sw0", "p1"};
-  EXPECT_EQ(
-      PfcStorm::emitterArgv("/bin/fc", port, {{"priorities", {3, 4}}}),
-      (std::vector<std::string>{"/bin/fc", "pfc-emit", "--ifname", "p1", "--priorities", "3,4",
-                                "--quanta", "65535", "--continuous", "--realtime",
-                                "--xon-on-stop"}));
+  EXPECT_EQ(PfcStorm::emitterArgv("/bin/fc", port, {{"priorities", {3, 4}}}),
+            (std::vector<std::string>{"/bin/fc", "pfc-emit", "--ifname", "p1", "--priorities",
+                                      "3,4", "--quanta", "65535", "--continuous", "--realtime",
+                                      "--xon-on-stop"}));
   EXPECT_EQ(PfcStorm::emitterArgv("/bin/fc", port,
                                   {{"priorities", {3}},
                                    {"quanta", 100},

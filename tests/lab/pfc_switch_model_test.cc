@@ -107,7 +107,7 @@ TEST(PfcSwitchModel, AFrameHeldAfterItsPauseEndedIsReleasedAtOnce) {
   PfcSwitchModel model = twoPorts();
   model.onPauseFrame(0, pfcPause(0x08, 10), 0);
   std::vector<HoldChange> opened;
-  model.due(1 * kMs, opened);  // the pause ended; the gate is being opened
+  model.due(1 * kMs, opened);         // the pause ended; the gate is being opened
   model.onHeld(0, 3, frame(100, 9));  // it held one more meanwhile
   EXPECT_EQ(model.nextDeadline(), 0);
   opened.clear();

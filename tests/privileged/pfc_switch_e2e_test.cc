@@ -124,8 +124,7 @@ class PfcHonouringLab : public LabFixture {
     }
   }
   void waitForPings() {
-    ASSERT_TRUE(waitFor([&] { return runShell("pgrep -f '[p]ing -n -Q'").exit_code != 0; },
-                        30000));
+    ASSERT_TRUE(waitFor([&] { return runShell("pgrep -f '[p]ing -n -Q'").exit_code != 0; }, 30000));
   }
   std::string emit(const std::string& args) {
     return binary_ + " pfc-emit --ifname eth0 --priorities 3 " + args;
@@ -155,10 +154,11 @@ TEST_F(PfcHonouringLab, OneFramePausesTheLosslessClassOfThatPortForItsPauseTimeA
   const auto best_effort = replies(dir_ + "/ping-best-effort");
   const auto frames = capture.frames();
   const json counters = agentCounters("p1");
-  std::cout << "pfc-switch: tshark saw " << frames.size() << " PFC frame(s) on p1; DSCP-26 ping max "
-            << maxRtt(lossless) << " ms (" << lossless.size() << "/600 replies), best effort max "
-            << maxRtt(best_effort) << " ms (" << best_effort.size()
-            << "/600); h0 sent " << echos << " echo requests and received " << echo_replies
+  std::cout << "pfc-switch: tshark saw " << frames.size()
+            << " PFC frame(s) on p1; DSCP-26 ping max " << maxRtt(lossless) << " ms ("
+            << lossless.size() << "/600 replies), best effort max " << maxRtt(best_effort)
+            << " ms (" << best_effort.size() << "/600); h0 sent " << echos
+            << " echo requests and received " << echo_replies
             << " replies (/proc/net/snmp); p1 lossless class sent " << mid2.first - mid1.first
             << " bytes and best effort " << mid2.second - mid1.second
             << " in 800 ms of the pause; agent: rx_prio3_pause " << counters["rx_prio3_pause"]
@@ -191,8 +191,8 @@ TEST_F(PfcHonouringLab, OneFramePausesTheLosslessClassOfThatPortForItsPauseTimeA
   EXPECT_NEAR(counters.value("rx_prio3_pause_duration", 0) / 1e6, kFullPauseS, 0.001);
   EXPECT_EQ(counters.value("prio3_held_frames", -1), counters.value("prio3_released_frames", -2));
   // What the agent held is what ping saw delayed: the echo requests sent during the pause.
-  const auto delayed = std::count_if(lossless.begin(), lossless.end(),
-                                     [](const Reply& r) { return r.rtt_ms > 20; });
+  const auto delayed =
+      std::count_if(lossless.begin(), lossless.end(), [](const Reply& r) { return r.rtt_ms > 20; });
   EXPECT_GE(delayed, 50);
   EXPECT_NEAR(counters.value("prio3_held_frames", 0), delayed, 2);
   EXPECT_EQ(counters.value("prio3_pause_dropped_frames", -1), 0);
@@ -227,7 +227,8 @@ TEST_F(PfcHonouringLab, AStormHoldsThePortUntilItsXonEndsIt) {
   EXPECT_EQ(frames.back().pause_c3, 0) << "the storm did not end with an XON";
   const int64_t echos = icmpCounter("fcl-h0", "OutEchos") - echos_before;
   EXPECT_EQ(echos, 1600);
-  EXPECT_EQ(icmpCounter("fcl-h0", "InEchoReps") - replies_before, echos) << "the fabric lost a frame";
+  EXPECT_EQ(icmpCounter("fcl-h0", "InEchoReps") - replies_before, echos)
+      << "the fabric lost a frame";
   EXPECT_GE(lossless.size(), 780u);
   EXPECT_EQ(best_effort.size(), 800u);
   // Held for the storm, released by the XON: not a pause time later.
@@ -298,7 +299,8 @@ TEST_F(PfcHonouringLab, AStormStallsARingInTheLosslessClassAndNotOneInBestEffort
   ASSERT_GT(port_, 0);
   json steps[2];
   for (int dscp : {26, 0}) {
-    const int64_t id = startRun(port_, ringUnderStorm("pfc-storm-ring-dscp" + std::to_string(dscp), dscp));
+    const int64_t id =
+        startRun(port_, ringUnderStorm("pfc-storm-ring-dscp" + std::to_string(dscp), dscp));
     ASSERT_GT(id, 0);
     const json run = waitForFinalRun(port_, id, 90);
     ASSERT_TRUE(run["result"]["analysis"]["steps"].is_array()) << run.dump(2);

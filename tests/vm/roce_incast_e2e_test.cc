@@ -83,8 +83,8 @@ std::vector<ObserverRun> observerRuns(ConsoleWatcher& console) {
     double bytes = 0, iterations = 0, peak = 0, average = -1;
     if (fields >> bytes >> iterations >> peak >> average && average > 0) {
       const double transfer_ms = bytes * iterations / (average * 1e6) * 1000.0;
-      runs.push_back({line.seen_wall_ms, average,
-                      line.seen_wall_ms - static_cast<int64_t>(transfer_ms)});
+      runs.push_back(
+          {line.seen_wall_ms, average, line.seen_wall_ms - static_cast<int64_t>(transfer_ms)});
     }
   }
   return runs;
