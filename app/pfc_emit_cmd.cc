@@ -15,6 +15,7 @@
 #include <string>
 
 #include "app/cli.h"
+#include "app/stop_signals.h"
 #include "injectors/pfc/pfc_emit_timing.h"
 #include "injectors/pfc/pfc_emitter_options.h"
 #include "injectors/pfc/pfc_frame.h"
@@ -50,13 +51,8 @@ void printLine(const std::string& line) {
   std::fflush(stdout);
 }
 
-void installStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = requestPfcStop;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: the sleep must end
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+void installPfcStopHandlers() {
+  installStopHandlers(requestPfcStop);  // no SA_RESTART: the sleep must end
   signal(SIGPIPE, SIG_IGN);  // a supervisor that closed our stdout does not kill the storm's end
 }
 
@@ -66,7 +62,7 @@ int pfcEmitMain(int argc, char** argv) {
   // First of all: a parent that dies while we start up must still be noticed.
   const pid_t parent = getppid();
   // Next: a stop asked for while we start up ends the loop before it begins (final line, XON).
-  installStopHandlers();
+  installPfcStopHandlers();
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::fputs(injectors::pfcEmitterUsage().c_str(), stdout);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/stop_signals.h"
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/pfc_gate.h"
 #include "injectors/sys/raw_packets.h"
@@ -311,11 +312,7 @@ int pfcSwitchMain(int argc, char** argv) {
     ::close(ready_fd);
   };
 
-  struct sigaction action {};
-  action.sa_handler = requestStop;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  installStopHandlers(requestStop);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // resume within microseconds of the pause's end

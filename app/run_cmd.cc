@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/stop_signals.h"
 #include "client/api_client.h"
 #include "client/follow.h"
 #include "client/options.h"
@@ -57,11 +58,7 @@ int runMain(int argc, char** argv) {
     return 0;
   }
 
-  struct sigaction action {};
-  action.sa_handler = onSigint;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  installStopHandlers(onSigint);
 
   net::TlsOptions tls;
   tls.ca_file = options->ca_file;

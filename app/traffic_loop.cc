@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "app/stop_signals.h"
+
 namespace fabric_chaos::app {
 namespace {
 
@@ -16,12 +18,7 @@ void requestTrafficStop(int) { g_traffic_stop = true; }
 }  // namespace
 
 sigset_t installTrafficStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = requestTrafficStop;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  installStopHandlers(requestTrafficStop);
   signal(SIGPIPE, SIG_IGN);  // a closed stdout or socket is an error return, not a death
   sigset_t stops;
   sigemptyset(&stops);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/stop_signals.h"
 #include "workload/rank.h"
 
 namespace fabric_chaos::app {
@@ -30,11 +31,7 @@ int workloadMain(int argc, char** argv) {
                  workload::rankUsage().c_str());
     return 2;
   }
-  struct sigaction action {};
-  action.sa_handler = requestStop;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  installStopHandlers(requestStop);
   signal(SIGPIPE, SIG_IGN);
   return workload::runRank(options.value(), std::cout, g_stop_requested);
 }

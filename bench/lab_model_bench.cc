@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_shell.h"
 #include "injectors/sys/command.h"
 #include "injectors/sys/offloads.h"
 #include "injectors/sys/sysctl.h"
@@ -42,16 +43,7 @@ using nlohmann::json;
 constexpr int kHosts = 4;
 constexpr int64_t kRingBytes = 4 << 20;
 
-std::string shell(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
-    ::pclose(pipe);
-  }
-  return out;
-}
+using fabric_chaos::bench::shell;
 
 std::string hostNs(int i) { return "fcm-h" + std::to_string(i); }
 std::string hostAddress(int i) { return "10.200.0." + std::to_string(i + 1); }

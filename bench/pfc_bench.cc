@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_shell.h"
 #include "injectors/sys/command.h"
 #include "injectors/sys/offloads.h"
 #include "injectors/sys/sysctl.h"
@@ -40,16 +41,7 @@ using fabric_chaos::lab::NetnsLab;
 
 constexpr double kRateBps = 100e6;
 
-std::string shell(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
-    ::pclose(pipe);
-  }
-  return out;
-}
+using fabric_chaos::bench::shell;
 
 std::vector<double> numbers(const std::string& text) {
   std::vector<double> out;

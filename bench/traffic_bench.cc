@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_shell.h"
 #include "injectors/sys/command.h"
 #include "injectors/sys/offloads.h"
 #include "injectors/sys/sysctl.h"
@@ -31,16 +32,7 @@ using nlohmann::json;
 
 constexpr int kRounds = 3;
 
-std::string shell(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
-    ::pclose(pipe);
-  }
-  return out;
-}
+using fabric_chaos::bench::shell;
 
 const char* const kSender = "fctb-h0";
 const char* const kReceiver = "fctb-h1";

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_shell.h"
+
 namespace {
 
 using nlohmann::json;
@@ -35,16 +37,7 @@ constexpr int kSeconds = 6;
 constexpr int kRingBytes = 256 * 1024;
 constexpr int kMessageBytes = kRingBytes / 2;
 
-std::string shell(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
-    ::pclose(pipe);
-  }
-  return out;
-}
+using fabric_chaos::bench::shell;
 
 // The client's "BW average[Gb/sec]" in MB/s (0 when it did not run).
 double ibWriteBw(const std::string& address, bool bidirectional, const std::string& dir) {

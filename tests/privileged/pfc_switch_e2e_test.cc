@@ -52,12 +52,12 @@ std::vector<Reply> replies(const std::string& file) {
   return out;
 }
 
-// A counter of the Icmp line of /proc/net/snmp inside a namespace.
-int64_t icmpCounter(const std::string& netns, const std::string& name) {
+// A counter of /proc/net/snmp inside a namespace: `group` is "Icmp" or "Tcp".
+int64_t snmpCounter(const std::string& netns, const std::string& group, const std::string& name) {
   std::istringstream lines(runShell("ip netns exec " + netns + " cat /proc/net/snmp").out);
   std::string names, values;
   while (std::getline(lines, names)) {
-    if (names.rfind("Icmp: ", 0) != 0 || !std::getline(lines, values)) continue;
+    if (names.rfind(group + ": ", 0) != 0 || !std::getline(lines, values)) continue;
     std::istringstream n(names), v(values);
     std::string key, value;
     while (n >> key && v >> value) {
@@ -65,6 +65,12 @@ int64_t icmpCounter(const std::string& netns, const std::string& name) {
     }
   }
   return -1;
+}
+int64_t icmpCounter(const std::string& netns, const std::string& name) {
+  return snmpCounter(netns, "Icmp", name);
+}
+int64_t tcpCounter(const std::string& netns, const std::string& name) {
+  return snmpCounter(netns, "Tcp", name);
 }
 
 double maxRtt(const std::vector<Reply>& rs) {
@@ -83,21 +89,6 @@ std::pair<int64_t, int64_t> classBytes(const std::string& port) {
     return sent == std::string::npos ? -1 : std::atoll(out.c_str() + sent + 5);
   };
   return {bytesOf("1:10"), bytesOf("1:20")};
-}
-
-// A counter of the Tcp line of /proc/net/snmp inside a namespace.
-int64_t tcpCounter(const std::string& netns, const std::string& name) {
-  std::istringstream lines(runShell("ip netns exec " + netns + " cat /proc/net/snmp").out);
-  std::string names, values;
-  while (std::getline(lines, names)) {
-    if (names.rfind("Tcp: ", 0) != 0 || !std::getline(lines, values)) continue;
-    std::istringstream n(names), v(values);
-    std::string key, value;
-    while (n >> key && v >> value) {
-      if (key == name) return std::atoll(value.c_str());
-    }
-  }
-  return -1;
 }
 
 class PfcHonouringLab : public LabFixture {
