@@ -26,6 +26,7 @@
 
 #include "app/cli.h"
 #include "app/stop_signals.h"
+#include "core/clock.h"
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/pfc_gate.h"
 #include "injectors/sys/raw_packets.h"
@@ -59,11 +60,8 @@ constexpr int64_t kStatsPeriodNs = 200'000'000;
 std::atomic<bool> g_stop{false};
 void requestStop(int) { g_stop = true; }
 
-int64_t monotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+// CLOCK_MONOTONIC, the clock of the gate's bpf_ktime_get_ns().
+int64_t monotonicNs() { return core::steadyNowNs(); }
 
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> out;
