@@ -8,6 +8,7 @@
 #include "injectors/sys/command.h"
 #include "lab/ecn_model.h"
 #include "lab/netns_lab.h"
+#include "lab/pfc_watchdog.h"
 #include "lab/port_model.h"
 #include "lab/vm_lab.h"
 
@@ -57,6 +58,11 @@ Switch port model (either kind and topology; without it ports run as fast as the
                      pause time at --link-rate, holding its frames, and sends them when the pause
                      ends. A PFC agent runs in each switch namespace. See docs/lab.md, "PFC".
   --pfc-priority P   the 802.1p priority of the lossless class (0-7, default 3)
+  --pfc-watchdog ACTION[:DETECT_MS[:RESTORE_MS]]
+                     a PFC watchdog on every port, as SONiC's pfcwd: a priority paused for
+                     DETECT_MS (default 200, 100-5000) is in a storm; drop discards its frames and
+                     ignores its pauses, forward ignores its pauses, alert only counts; it ends
+                     RESTORE_MS (default 200, 100-60000) after the last pause frame
 
 VM lab only:
   --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
@@ -72,9 +78,10 @@ VM lab only:
 
 core::FlagRules labFlagRules() {
   core::FlagRules rules{
-      {"kind", "hosts", "state-dir", "cache-dir", "mem", "agent-command", "guest-init",
-       "boot-timeout", "base-port", "topology", "leaves", "spines", "hosts-per-leaf", "rails",
-       "link-rate", "buffer", "lossless-dscp", "ecn", "pfc-priority"},
+      {"kind",           "hosts",        "state-dir", "cache-dir", "mem",           "agent-command",
+       "guest-init",     "boot-timeout", "base-port", "topology",  "leaves",        "spines",
+       "hosts-per-leaf", "rails",        "link-rate", "buffer",    "lossless-dscp", "ecn",
+       "pfc-priority",   "pfc-watchdog"},
       {"help", "no-agent", "pfc"}};
   rules.positional = true;  // the action
   return rules;
@@ -120,7 +127,8 @@ std::string defaultGuestInit(const std::string& binary) {
 core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags& flags) {
   const auto rate = flags.get("link-rate");
   if (!rate) {
-    for (const char* needs_rate : {"buffer", "lossless-dscp", "ecn", "pfc", "pfc-priority"}) {
+    for (const char* needs_rate :
+         {"buffer", "lossless-dscp", "ecn", "pfc", "pfc-priority", "pfc-watchdog"}) {
       if (flags.has(needs_rate)) {
         return core::Status(
             core::StatusCode::kInvalidArgument,
@@ -144,14 +152,22 @@ core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags&
     if (!marking.isOk()) return marking.status();
     model.ecn = *marking;
   }
-  if (flags.has("pfc-priority") && !flags.has("pfc")) {
-    return core::Status(core::StatusCode::kInvalidArgument, "--pfc-priority needs --pfc");
+  for (const char* needs_pfc : {"pfc-priority", "pfc-watchdog"}) {
+    if (flags.has(needs_pfc) && !flags.has("pfc")) {
+      return core::Status(core::StatusCode::kInvalidArgument,
+                          std::string("--") + needs_pfc + " needs --pfc");
+    }
   }
   if (flags.has("pfc")) {
     auto priority =
         core::parseFlagInteger("--pfc-priority", flags.getOr("pfc-priority", "3"), 0, 7);
     if (!priority.isOk()) return priority.status();
     model.pfc = scenarios::PfcHonouring{static_cast<int>(*priority)};
+    if (const auto watchdog = flags.get("pfc-watchdog")) {
+      auto config = lab::parsePfcWatchdog(*watchdog);
+      if (!config.isOk()) return config.status();
+      model.pfc->watchdog = *config;
+    }
   }
   FC_RETURN_IF_ERROR(lab::checkEgressModel(model));
   FC_RETURN_IF_ERROR(lab::checkEcnMarking(model));

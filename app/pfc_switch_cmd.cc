@@ -32,6 +32,7 @@
 #include "injectors/sys/raw_packets.h"
 #include "lab/frame_checksum.h"
 #include "lab/pfc_switch_model.h"
+#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::app {
 namespace {
@@ -41,6 +42,7 @@ constexpr char kUsage[] =
     "                               [--lossless-dscp D[,D]] [--lossless-priority 3]\n"
     "                               [--pfc-enabled PORT=MASK[,PORT=MASK]] [--stats FILE]\n"
     "                               [--netns-file /run/netns/NAME] [--pid-file FILE]\n"
+    "                               [--watchdog ACTION[:DETECT_MS[:RESTORE_MS]]]\n"
     "                               [--daemon [--log FILE]]\n"
     "The PFC agent of a lab switch: run inside the switch's namespace. Pauses a port's egress for\n"
     "the priorities of each 802.1Qbb frame the port receives, for quanta x 512 bit times at R,\n"
@@ -48,6 +50,8 @@ constexpr char kUsage[] =
     "pause ends. The lossless DSCPs (default 26) have --lossless-priority, everything else 0.\n"
     "--pfc-enabled: the priorities a port honours (hex mask; default all). --stats: the counters\n"
     "as JSON, rewritten every 200 ms. --netns-file: exit when that namespace is deleted.\n"
+    "--watchdog: a PFC watchdog as SONiC's pfcwd (drop, forward or alert; 200 ms detection and\n"
+    "restoration by default): a priority paused for the detection time is in a storm.\n"
     "--daemon: detach once running (the parent exits 0 when the gate is attached), its output\n"
     "then going to --log (default: nowhere).\n";
 
@@ -84,13 +88,14 @@ struct Options {
   std::string netns_file;
   std::string pid_path;
   std::string log_path;
+  std::optional<lab::PfcWatchdogConfig> watchdog;
   bool daemon = false;
 };
 
 core::Result<Options> parseOptions(int argc, char** argv) {
   const core::FlagRules rules{
       {"ports", "rate-bps", "buffer-bytes", "lossless-dscp", "lossless-priority", "pfc-enabled",
-       "stats", "netns-file", "pid-file", "log"},
+       "stats", "netns-file", "pid-file", "log", "watchdog"},
       {"daemon", "help"},
       false};
   const Flags flags = parseFlags(argc, argv, rules);
@@ -140,6 +145,11 @@ core::Result<Options> parseOptions(int argc, char** argv) {
   o.netns_file = flags.getOr("netns-file", "");
   o.pid_path = flags.getOr("pid-file", "");
   o.log_path = flags.getOr("log", "");
+  if (auto watchdog = flags.get("watchdog")) {
+    auto config = lab::parsePfcWatchdog(*watchdog);
+    if (!config.isOk()) return config.status();
+    o.watchdog = *config;
+  }
   o.daemon = flags.has("daemon");
   return o;
 }
@@ -172,13 +182,29 @@ nlohmann::json statsJson(const lab::PfcSwitchModel& model, sys::PfcGate& gate, i
         dropped += gate_counts->dropped_no_room[p] + gate_counts->dropped_oversize[p];
       }
       port[prio + "_pause_dropped_frames"] = dropped;
+      if (model.watchdog()) {
+        // SONiC's pfcwd queue counters, and when (CLOCK_MONOTONIC ns) it last acted.
+        port["pfcwd_" + prio + "_storm_detected"] = c.storms_detected[p];
+        port["pfcwd_" + prio + "_storm_restored"] = c.storms_restored[p];
+        port["pfcwd_" + prio + "_dropped_frames"] = c.watchdog_dropped_frames[p];
+        port["pfcwd_" + prio + "_last_detected_ns"] = c.last_detected_ns[p];
+        port["pfcwd_" + prio + "_last_restored_ns"] = c.last_restored_ns[p];
+      }
       if (model.paused(i, p)) paused.push_back(p);
     }
     port["paused_priorities"] = paused;
+    nlohmann::json storms = nlohmann::json::array();
+    for (int p = 0; p < lab::kPfcPriorityCount; ++p) {
+      if (model.inStorm(i, p)) storms.push_back(p);
+    }
+    port["storm_priorities"] = storms;
     port["pfc_enabled"] = model.ports()[i].pfc_enabled;
     ports[model.ports()[i].name] = port;
   }
-  return {{"monotonic_ns", now_ns}, {"ports", ports}, {"send_failures", send_failures}};
+  nlohmann::json out = {
+      {"monotonic_ns", now_ns}, {"ports", ports}, {"send_failures", send_failures}};
+  if (model.watchdog()) out["watchdog"] = lab::formatPfcWatchdog(*model.watchdog());
+  return out;
 }
 
 void writeStats(const std::string& path, const nlohmann::json& stats) {
@@ -219,7 +245,8 @@ class Agent {
         }
       }
       for (const lab::HoldChange& change : opened) {
-        report(gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, 0));
+        report(
+            gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
       }
     }
   }
@@ -340,7 +367,7 @@ int pfcSwitchMain(int argc, char** argv) {
     tellParent(1);
     return 1;
   }
-  lab::PfcSwitchModel model(std::move(specs), kHoldGraceNs);
+  lab::PfcSwitchModel model(std::move(specs), kHoldGraceNs, o.watchdog);
   Agent agent(model, **gate);
   const auto namespace_at_start = namespaceIdentity(o.netns_file);
   if (!o.pid_path.empty()) {
@@ -400,8 +427,7 @@ int pfcSwitchMain(int argc, char** argv) {
   // Nothing stays held: open every gate, send what was held, take the filters off.
   agent.openEverything();
   agent.settle();
-  std::vector<lab::HoldChange> opened;
-  for (lab::Release& release : model.due(INT64_MAX, opened)) {
+  for (lab::Release& release : model.releaseAll()) {
     for (std::vector<uint8_t>& frame : release.frames) {
       lab::completeTransportChecksum(frame);
       (void)(*gate)->send(model.ports()[release.port].ifindex, frame);

@@ -367,8 +367,8 @@ int serveMain(int argc, char** argv) {
   AppAgentDirectory agents(local_agent, [](const std::string& url, const std::string& token) {
     return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
   });
-  // Every modelled lab switch's queues, read from the kernel every 100 ms during a run.
-  const auto switch_telemetry = lab::makeKernelSwitchTelemetry();
+  // Every modelled lab switch's queues (and PFC agent), read every 100 ms during a run.
+  const auto switch_telemetry = lab::makeKernelSwitchTelemetry(state_dir);
   scenarios::Engine engine({store.get(), &agents, &catalog, &clock, switch_telemetry.get()}, {});
   // Scenarios are validated against the agents of the fabric they target, not this kernel.
   scenarios::FabricAgents fabric_agents(agents);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "injectors/sys/process.h"
+#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::lab {
 
@@ -24,29 +25,34 @@ std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenar
   for (const std::string& port : sw.ports) ports += (ports.empty() ? "" : ",") + port;
   std::string dscp;
   for (int d : egress.lossless_dscp) dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
-  return {"ip",
-          "netns",
-          "exec",
-          sw.netns,
-          binary,
-          "pfc-switch",
-          "--ports",
-          ports,
-          "--rate-bps",
-          std::to_string(egress.rate_bps),
-          "--buffer-bytes",
-          std::to_string(egress.buffer_bytes),
-          "--lossless-dscp",
-          dscp,
-          "--lossless-priority",
-          std::to_string(egress.pfc->priority),
-          "--stats",
-          pfcStatsFile(state_dir, sw.netns),
-          "--netns-file",
-          "/run/netns/" + sw.netns,
-          "--daemon",
-          "--log",
-          (std::filesystem::path(state_dir) / "pfc" / (sw.netns + ".log")).string()};
+  std::vector<std::string> argv = {
+      "ip",
+      "netns",
+      "exec",
+      sw.netns,
+      binary,
+      "pfc-switch",
+      "--ports",
+      ports,
+      "--rate-bps",
+      std::to_string(egress.rate_bps),
+      "--buffer-bytes",
+      std::to_string(egress.buffer_bytes),
+      "--lossless-dscp",
+      dscp,
+      "--lossless-priority",
+      std::to_string(egress.pfc->priority),
+      "--stats",
+      pfcStatsFile(state_dir, sw.netns),
+      "--netns-file",
+      "/run/netns/" + sw.netns,
+      "--daemon",
+      "--log",
+      (std::filesystem::path(state_dir) / "pfc" / (sw.netns + ".log")).string()};
+  if (const auto& watchdog = egress.pfc->watchdog) {
+    argv.insert(argv.end(), {"--watchdog", formatPfcWatchdog(*watchdog)});
+  }
+  return argv;
 }
 
 Status startPfcAgent(sys::CommandRunner& runner, const std::string& binary,

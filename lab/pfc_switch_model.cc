@@ -5,8 +5,16 @@
 
 namespace fabric_chaos::lab {
 
-PfcSwitchModel::PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns)
-    : ports_(std::move(ports)), state_(ports_.size()), hold_grace_ns_(hold_grace_ns) {}
+namespace {
+constexpr int64_t kNsPerMs = 1'000'000;
+}  // namespace
+
+PfcSwitchModel::PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns,
+                               std::optional<PfcWatchdogConfig> watchdog)
+    : ports_(std::move(ports)),
+      state_(ports_.size()),
+      hold_grace_ns_(hold_grace_ns),
+      watchdog_(watchdog) {}
 
 std::optional<size_t> PfcSwitchModel::portOf(int ifindex) const {
   for (size_t i = 0; i < ports_.size(); ++i) {
@@ -35,6 +43,16 @@ std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injector
     }
     ++state.counters.rx_pause[p];
     Queue& queue = state.queues[p];
+    queue.last_frame_ns = now_ns;
+    if (queue.storm && watchdog_->action != PfcWatchdogAction::kAlert) {
+      // The watchdog ignores this queue's pause frames; drop keeps the gate discarding until the
+      // storm has been quiet for the restoration time.
+      if (watchdog_->action == PfcWatchdogAction::kDrop) {
+        changes.push_back(
+            {port, p, now_ns + watchdog_->restoration_ms * kNsPerMs + hold_grace_ns_});
+      }
+      continue;
+    }
     const uint16_t quanta = pause.quanta[p];
     if (quanta == 0) {
       // XON: due() ends it now; the gate keeps holding until the queue is sent.
@@ -45,6 +63,7 @@ std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injector
     if (!queue.paused) {
       queue.paused = true;
       queue.paused_since_ns = now_ns;
+      if (!queue.storm) queue.watch_from_ns = now_ns;
     }
     queue.pause_end_ns = end;
     changes.push_back({port, p, end + hold_grace_ns_});
@@ -56,6 +75,10 @@ void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> fram
   if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return;
   PortState& state = state_[port];
   Queue& queue = state.queues[priority];
+  if (queue.storm && watchdog_->action == PfcWatchdogAction::kDrop) {
+    ++state.counters.watchdog_dropped_frames[priority];
+    return;
+  }
   const auto size = static_cast<int64_t>(frame.size());
   if (queue.bytes + size > ports_[port].buffer_bytes) {
     ++state.counters.dropped_frames[priority];
@@ -66,19 +89,61 @@ void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> fram
   queue.frames.push_back(std::move(frame));
 }
 
-std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>& opened) {
+void PfcSwitchModel::dropQueued(PortState& state, int priority) {
+  Queue& queue = state.queues[priority];
+  state.counters.watchdog_dropped_frames[priority] += queue.frames.size();
+  queue.frames.clear();
+  queue.bytes = 0;
+}
+
+void PfcSwitchModel::watch(size_t port, int p, int64_t now_ns, std::vector<HoldChange>& changes) {
+  PortState& state = state_[port];
+  Queue& queue = state.queues[p];
+  const int64_t detection = watchdog_->detection_ms * kNsPerMs;
+  const int64_t restoration = watchdog_->restoration_ms * kNsPerMs;
+  if (!queue.storm && queue.paused && now_ns - queue.watch_from_ns >= detection) {
+    queue.storm = true;
+    ++state.counters.storms_detected[p];
+    state.counters.last_detected_ns[p] = now_ns;
+    switch (watchdog_->action) {
+      case PfcWatchdogAction::kForward:
+        queue.pause_end_ns = now_ns;  // the pause ends below; its frames flow
+        break;
+      case PfcWatchdogAction::kDrop:
+        state.counters.rx_pause_duration_us[p] +=
+            static_cast<uint64_t>(now_ns - queue.paused_since_ns) / 1000;
+        queue.paused = false;
+        dropQueued(state, p);
+        changes.push_back({port, p, queue.last_frame_ns + restoration + hold_grace_ns_});
+        break;
+      case PfcWatchdogAction::kAlert:
+        break;
+    }
+    return;
+  }
+  if (queue.storm && now_ns - queue.last_frame_ns >= restoration) {
+    queue.storm = false;
+    ++state.counters.storms_restored[p];
+    state.counters.last_restored_ns[p] = now_ns;
+    queue.watch_from_ns = now_ns;  // alert: a pause that goes on is watched afresh
+    if (watchdog_->action == PfcWatchdogAction::kDrop) changes.push_back({port, p, 0});
+  }
+}
+
+std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>& changes) {
   std::vector<Release> releases;
   for (size_t port = 0; port < ports_.size(); ++port) {
     PortState& state = state_[port];
     for (int p = 0; p < kPfcPriorityCount; ++p) {
       Queue& queue = state.queues[p];
+      if (watchdog_) watch(port, p, now_ns, changes);
       const bool ended = queue.paused && queue.pause_end_ns <= now_ns;
       if (!ended && (queue.paused || queue.frames.empty())) continue;
       if (ended) {
         queue.paused = false;
         state.counters.rx_pause_duration_us[p] +=
             static_cast<uint64_t>(queue.pause_end_ns - queue.paused_since_ns) / 1000;
-        opened.push_back({port, p, 0});
+        changes.push_back({port, p, 0});
       }
       if (queue.frames.empty()) continue;
       Release release{port, p, {}};
@@ -93,10 +158,36 @@ std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>
   return releases;
 }
 
+std::vector<Release> PfcSwitchModel::releaseAll() {
+  std::vector<Release> releases;
+  for (size_t port = 0; port < ports_.size(); ++port) {
+    for (int p = 0; p < kPfcPriorityCount; ++p) {
+      Queue& queue = state_[port].queues[p];
+      if (queue.frames.empty()) continue;
+      Release release{port, p, {}};
+      release.frames.assign(std::make_move_iterator(queue.frames.begin()),
+                            std::make_move_iterator(queue.frames.end()));
+      state_[port].counters.released_frames[p] += release.frames.size();
+      queue.frames.clear();
+      queue.bytes = 0;
+      releases.push_back(std::move(release));
+    }
+  }
+  return releases;
+}
+
 std::optional<int64_t> PfcSwitchModel::nextDeadline() const {
   std::optional<int64_t> next;
+  auto consider = [&](int64_t at) {
+    if (!next || at < *next) next = at;
+  };
   for (const PortState& state : state_) {
     for (const Queue& queue : state.queues) {
+      if (watchdog_ && queue.storm) {
+        consider(queue.last_frame_ns + watchdog_->restoration_ms * kNsPerMs);
+      } else if (watchdog_ && queue.paused) {
+        consider(queue.watch_from_ns + watchdog_->detection_ms * kNsPerMs);
+      }
       int64_t at;
       if (queue.paused) {
         at = queue.pause_end_ns;
@@ -105,10 +196,15 @@ std::optional<int64_t> PfcSwitchModel::nextDeadline() const {
       } else {
         continue;
       }
-      if (!next || at < *next) next = at;
+      consider(at);
     }
   }
   return next;
+}
+
+bool PfcSwitchModel::inStorm(size_t port, int priority) const {
+  return port < ports_.size() && priority >= 0 && priority < kPfcPriorityCount &&
+         state_[port].queues[priority].storm;
 }
 
 bool PfcSwitchModel::paused(size_t port, int priority) const {

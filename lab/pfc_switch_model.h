@@ -10,6 +10,10 @@
 //   bytes; a frame that does not fit is dropped and counted (nothing upstream is paused: the model
 //   does not propagate pauses).
 // - When the pause ends, its frames are released, oldest first.
+// - With a watchdog (lab/pfc_watchdog.h): a priority paused for its detection time is in a storm;
+//   drop discards its queued and further frames and ignores its pause frames, forward ignores its
+//   pause frames and lets its frames flow, alert only counts. The storm ends once no pause frame
+//   of that priority arrived for the restoration time.
 // Counters use the names operators read from NICs (mlx5's ethtool -S): rx_prioN_pause (frames
 // received with priority N enabled, XON included) and rx_prioN_pause_duration (microseconds
 // paused). Not thread-safe; time is CLOCK_MONOTONIC nanoseconds passed in.
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "injectors/pfc/pfc_frame.h"
+#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::lab {
 
@@ -43,6 +48,12 @@ struct PfcPortCounters {
   std::array<uint64_t, kPfcPriorityCount> held_frames{};           // frames queued while paused
   std::array<uint64_t, kPfcPriorityCount> released_frames{};       // of them, sent after the pause
   std::array<uint64_t, kPfcPriorityCount> dropped_frames{};        // did not fit the buffer
+  // The watchdog's, as SONiC's pfcwd counts them per queue.
+  std::array<uint64_t, kPfcPriorityCount> storms_detected{};
+  std::array<uint64_t, kPfcPriorityCount> storms_restored{};
+  std::array<uint64_t, kPfcPriorityCount> watchdog_dropped_frames{};  // by the drop action
+  std::array<int64_t, kPfcPriorityCount> last_detected_ns{};          // 0: never
+  std::array<int64_t, kPfcPriorityCount> last_restored_ns{};
 };
 
 // The gate's hold time of one port and priority changes: hold until `until_ns`, or open (0).
@@ -64,7 +75,8 @@ class PfcSwitchModel {
   // hold_grace_ns: how long past a pause's end the gate keeps holding, so that the agent sends
   // the held frames before new ones pass them; it is also the most a dead agent holds a port past
   // the pause.
-  PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns);
+  PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns,
+                 std::optional<PfcWatchdogConfig> watchdog = std::nullopt);
 
   const std::vector<PfcPortSpec>& ports() const { return ports_; }
   // The port with this ifindex, nullopt when it is not one of ours.
@@ -76,13 +88,19 @@ class PfcSwitchModel {
   // The gate held a frame of `priority` on `port`. Queued while the pause lasts; released by
   // the next due() when the pause already ended (the frame raced the gate's opening).
   void onHeld(size_t port, int priority, std::vector<uint8_t> frame);
-  // Pauses ended by now_ns: their frames, to send now, then the gate changes (opening) to make
-  // once they are sent. Also frames held after their pause ended.
-  std::vector<Release> due(int64_t now_ns, std::vector<HoldChange>& opened);
+  // Pauses ended by now_ns: their frames, to send now, then the gate changes to make once they
+  // are sent (opening; or, for the watchdog's drop action, holding to discard). Also frames held
+  // after their pause ended, and the watchdog's detections and restorations due by now_ns.
+  std::vector<Release> due(int64_t now_ns, std::vector<HoldChange>& changes);
+  // Every queued frame, whatever its pause: what an agent that stops sends on its way out.
+  std::vector<Release> releaseAll();
   // When due() next has work; nullopt when nothing is paused.
   std::optional<int64_t> nextDeadline() const;
 
   bool paused(size_t port, int priority) const;
+  // Whether the watchdog holds the priority in a storm.
+  bool inStorm(size_t port, int priority) const;
+  const std::optional<PfcWatchdogConfig>& watchdog() const { return watchdog_; }
   // Counters at now_ns (a pause in progress counts up to now).
   PfcPortCounters counters(size_t port, int64_t now_ns) const;
   // Bytes queued on a paused priority.
@@ -98,15 +116,22 @@ class PfcSwitchModel {
     int64_t pause_end_ns = 0;
     std::deque<std::vector<uint8_t>> frames;
     int64_t bytes = 0;
+    bool storm = false;         // the watchdog acts on this queue
+    int64_t last_frame_ns = 0;  // the last pause frame of this priority
+    int64_t watch_from_ns = 0;  // paused continuously since then, as the watchdog sees it
   };
   struct PortState {
     std::array<Queue, kPfcPriorityCount> queues;
     PfcPortCounters counters;
   };
 
+  void watch(size_t port, int priority, int64_t now_ns, std::vector<HoldChange>& changes);
+  void dropQueued(PortState& state, int priority);
+
   std::vector<PfcPortSpec> ports_;
   std::vector<PortState> state_;
   int64_t hold_grace_ns_;
+  std::optional<PfcWatchdogConfig> watchdog_;
 };
 
 }  // namespace fabric_chaos::lab

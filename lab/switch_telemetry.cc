@@ -1,8 +1,10 @@
 #include "lab/switch_telemetry.h"
 
+#include <fstream>
 #include <map>
 
 #include "injectors/sys/ecn_marker.h"
+#include "lab/pfc_agent.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -17,6 +19,8 @@ constexpr ClassQueue kQueues[] = {{0x00100000, "lossless"}, {0x00200000, "best_e
 
 class KernelSwitchTelemetry : public scenarios::SwitchTelemetry {
  public:
+  explicit KernelSwitchTelemetry(std::string state_dir) : state_dir_(std::move(state_dir)) {}
+
   core::Result<std::vector<core::TelemetryPoint>> read(const scenarios::Switch& sw) override {
     if (!sw.egress) return std::vector<core::TelemetryPoint>{};
     auto qdiscs = sys::readQdiscCounters(sw.netns);
@@ -31,8 +35,20 @@ class KernelSwitchTelemetry : public scenarios::SwitchTelemetry {
         marks.push_back({port, read->lossless.marked, read->best_effort.marked});
       }
     }
-    return switchTelemetryPoints(sw, *qdiscs, marks);
+    std::vector<core::TelemetryPoint> points = switchTelemetryPoints(sw, *qdiscs, marks);
+    if (sw.egress->pfc) {
+      // Rewritten by rename every 200 ms: a reading sees a whole document or the one before.
+      std::ifstream in(pfcStatsFile(state_dir_, sw.netns));
+      const nlohmann::json stats = nlohmann::json::parse(in, nullptr, false);
+      if (!stats.is_discarded()) {
+        for (auto& point : pfcTelemetryPoints(sw, stats)) points.push_back(std::move(point));
+      }
+    }
+    return points;
   }
+
+ private:
+  std::string state_dir_;
 };
 
 }  // namespace
@@ -69,8 +85,35 @@ std::vector<core::TelemetryPoint> switchTelemetryPoints(
   return points;
 }
 
-std::unique_ptr<scenarios::SwitchTelemetry> makeKernelSwitchTelemetry() {
-  return std::make_unique<KernelSwitchTelemetry>();
+std::vector<core::TelemetryPoint> pfcTelemetryPoints(const scenarios::Switch& sw,
+                                                     const nlohmann::json& stats) {
+  std::vector<core::TelemetryPoint> points;
+  if (!sw.egress || !sw.egress->pfc || !stats.is_object() || !stats.contains("ports") ||
+      !stats["ports"].is_object()) {
+    return points;
+  }
+  const std::string prio = "prio" + std::to_string(sw.egress->pfc->priority);
+  for (const std::string& port : sw.ports) {
+    auto it = stats["ports"].find(port);
+    if (it == stats["ports"].end() || !it->is_object()) continue;
+    const std::string source =
+        core::telemetrySourceName(core::TelemetrySource::switchQueue(sw.name, port, "lossless"));
+    auto add = [&](const char* metric, const std::string& key) {
+      auto value = it->find(key);
+      if (value != it->end() && value->is_number_integer()) {
+        points.push_back({0, source, metric, value->get<int64_t>()});
+      }
+    };
+    add("pfc_rx_pause", "rx_" + prio + "_pause");
+    add("pfc_paused_us", "rx_" + prio + "_pause_duration");
+    add("pfcwd_storms", "pfcwd_" + prio + "_storm_detected");
+    add("pfcwd_dropped_frames", "pfcwd_" + prio + "_dropped_frames");
+  }
+  return points;
+}
+
+std::unique_ptr<scenarios::SwitchTelemetry> makeKernelSwitchTelemetry(std::string state_dir) {
+  return std::make_unique<KernelSwitchTelemetry>(std::move(state_dir));
 }
 
 }  // namespace fabric_chaos::lab

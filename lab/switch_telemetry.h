@@ -5,9 +5,14 @@
 //
 // Points, per port and queue, source "<switch>/<port>/<queue>" (queue "lossless" or
 // "best_effort"): tx_bytes, tx_packets, drops (counters since the lab came up), backlog_bytes
-// (queued now) and, on marking ports, ecn_marked (counter).
+// (queued now) and, on marking ports, ecn_marked (counter). On a switch that honours PFC, the
+// lossless queue also has its PFC agent's counters (lab/pfc_agent.h's stats file): pfc_rx_pause
+// (pause frames received for the lossless priority), pfc_paused_us (time paused) and, with a
+// watchdog, pfcwd_storms and pfcwd_dropped_frames.
 
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "injectors/sys/qdisc_stats.h"
@@ -26,8 +31,15 @@ std::vector<core::TelemetryPoint> switchTelemetryPoints(
     const scenarios::Switch& sw, const std::vector<sys::QdiscCounters>& qdiscs,
     const std::vector<PortMarks>& marks);
 
-// Reads through the real kernel (injectors/sys/qdisc_stats.h, injectors/sys/ecn_marker.h).
-// A switch without a modelled egress has no queues to read: an empty reading.
-std::unique_ptr<scenarios::SwitchTelemetry> makeKernelSwitchTelemetry();
+// The PFC points of `sw` (pure) from its PFC agent's stats document; none when the document has
+// no port of `sw`.
+std::vector<core::TelemetryPoint> pfcTelemetryPoints(const scenarios::Switch& sw,
+                                                     const nlohmann::json& stats);
+
+// Reads through the real kernel (injectors/sys/qdisc_stats.h, injectors/sys/ecn_marker.h) and,
+// for a switch that honours PFC, its agent's stats file under `state_dir` (a lab brought up with
+// another state directory gives no PFC points). A switch without a modelled egress has no queues
+// to read: an empty reading.
+std::unique_ptr<scenarios::SwitchTelemetry> makeKernelSwitchTelemetry(std::string state_dir);
 
 }  // namespace fabric_chaos::lab

@@ -313,10 +313,19 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
   return run;
 }
 
+namespace {
+nlohmann::json pausedQueuesJson(const std::vector<PausedQueue>& queues) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PausedQueue& q : queues) out.push_back(toJson(q));
+  return out;
+}
+}  // namespace
+
 void attachObservations(RunAnalysis& analysis, const FabricObservations& observations) {
   for (StepMetrics& m : analysis.steps) {
     if (!observations.telemetry.empty()) {
       m.hottest_queue = hottestQueue(observations.telemetry, m.fault_start_ms, m.fault_end_ms);
+      m.paused_queues = pausedQueues(observations.telemetry, m.fault_start_ms, m.fault_end_ms);
     }
     if (auto it = observations.traffic_by_step.find(m.step);
         it != observations.traffic_by_step.end()) {
@@ -475,6 +484,7 @@ nlohmann::json toJson(const StepMetrics& metrics) {
       {"fault_iteration_ms", toJson(metrics.fault_iteration)},
       {"p99_slowdown", optional(metrics.p99_slowdown)},
       {"hottest_queue", metrics.hottest_queue ? toJson(*metrics.hottest_queue) : nlohmann::json()},
+      {"paused_queues", pausedQueuesJson(metrics.paused_queues)},
       {"aggressors", metrics.aggressors ? toJson(*metrics.aggressors) : nlohmann::json()},
       {"survived", metrics.survived},
       {"recovered", metrics.recovered},

@@ -60,6 +60,8 @@ struct StepMetrics {
   // The switch queue that suffered most during the fault, from the run's telemetry; nullopt on a
   // fabric without modelled ports (see attachCongestion).
   std::optional<QueueCongestion> hottest_queue;
+  // The switch queues PFC paused during the fault window, most paused first (PFC-honouring labs).
+  std::vector<PausedQueue> paused_queues;
   // A traffic fault's aggressors (incast): their goodput and fairness; nullopt for other kinds.
   std::optional<TrafficShare> aggressors;
   bool survived = true;

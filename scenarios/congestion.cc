@@ -21,11 +21,12 @@ int64_t difference(const Span& span) {
   return std::max<int64_t>(0, *span.last - from);
 }
 
-}  // namespace
+using SeriesSpans = std::map<std::string, std::map<std::string, Span>>;
 
-std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoint>& points,
-                                            double start_ms, double end_ms) {
-  std::map<std::string, std::map<std::string, Span>> queues;
+// Every series' span over [start_ms, end_ms], by source and metric.
+SeriesSpans spansOf(const std::vector<core::TelemetryPoint>& points, double start_ms,
+                    double end_ms) {
+  SeriesSpans queues;
   for (const core::TelemetryPoint& p : points) {
     if (p.t_ms > end_ms) continue;
     Span& span = queues[p.source][p.metric];
@@ -37,11 +38,50 @@ std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoi
     span.last = p.value;
     span.peak = std::max(span.peak, p.value);
   }
+  return queues;
+}
+
+bool isSwitchQueue(const std::string& source) {
+  const auto type = core::parseTelemetrySource(source);
+  return type && type->type == core::TelemetrySourceType::kSwitchQueue;
+}
+
+}  // namespace
+
+std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& points,
+                                      double start_ms, double end_ms) {
+  std::vector<PausedQueue> out;
+  for (const auto& [source, metrics] : spansOf(points, start_ms, end_ms)) {
+    if (!isSwitchQueue(source)) continue;
+    auto grew = [&](const char* metric) -> int64_t {
+      auto it = metrics.find(metric);
+      return it == metrics.end() ? 0 : difference(it->second);
+    };
+    PausedQueue q{source, static_cast<double>(grew("pfc_paused_us")) / 1000.0, grew("pfc_rx_pause"),
+                  grew("pfcwd_storms"), grew("pfcwd_dropped_frames")};
+    if (q.paused_ms > 0 || q.pause_frames > 0) out.push_back(std::move(q));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PausedQueue& a, const PausedQueue& b) {
+    return a.paused_ms > b.paused_ms;
+  });
+  return out;
+}
+
+nlohmann::json toJson(const PausedQueue& queue) {
+  return {{"source", queue.source},
+          {"paused_ms", queue.paused_ms},
+          {"pause_frames", queue.pause_frames},
+          {"watchdog_storms", queue.watchdog_storms},
+          {"watchdog_dropped_frames", queue.watchdog_dropped_frames}};
+}
+
+std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoint>& points,
+                                            double start_ms, double end_ms) {
+  const SeriesSpans queues = spansOf(points, start_ms, end_ms);
   std::optional<QueueCongestion> hottest;
   for (const auto& [source, metrics] : queues) {
     // Traffic generators' and RDMA ports' series are the run's telemetry too, but not queues.
-    const auto type = core::parseTelemetrySource(source);
-    if (!type || type->type != core::TelemetrySourceType::kSwitchQueue) continue;
+    if (!isSwitchQueue(source)) continue;
     auto tx = metrics.find("tx_bytes");
     if (tx == metrics.end() || !tx->second.last) continue;  // not read inside the window
     QueueCongestion q;

@@ -33,6 +33,24 @@ std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoi
 // {"source", "tx_bytes", "drops", "ecn_marked", "peak_backlog_bytes"}
 nlohmann::json toJson(const QueueCongestion& congestion);
 
+// A switch queue that PFC paused during a window (the lab switch's PFC agent's counters, carried
+// on the lossless queue's telemetry: lab/switch_telemetry.h).
+struct PausedQueue {
+  std::string source;  // "sw0/p1/lossless"
+  double paused_ms = 0;
+  int64_t pause_frames = 0;
+  int64_t watchdog_storms = 0;          // storms its PFC watchdog detected
+  int64_t watchdog_dropped_frames = 0;  // frames the watchdog's drop action discarded
+};
+
+// Every switch queue whose paused time or pause frames grew in [start_ms, end_ms] (counters as
+// hottestQueue reads them), most paused first.
+std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& points,
+                                      double start_ms, double end_ms);
+
+// {"source", "paused_ms", "pause_frames", "watchdog_storms", "watchdog_dropped_frames"}
+nlohmann::json toJson(const PausedQueue& queue);
+
 // What the aggressors of a traffic fault (incast) got, from its observation taken before the
 // revert (injectors/traffic/incast.h observe).
 struct TrafficShare {

@@ -111,13 +111,30 @@ Status parseEgress(const json& obj, const std::string& path, EgressModel& egress
   }
   if (const json* pfc = find(obj, "pfc")) {
     const std::string pfc_path = child(path, "pfc");
-    FC_RETURN_IF_ERROR(checkObject(*pfc, pfc_path, {"priority"}));
+    FC_RETURN_IF_ERROR(checkObject(*pfc, pfc_path, {"priority", "watchdog"}));
     const json* priority = find(*pfc, "priority");
     if (priority == nullptr || !priority->is_number_integer() || priority->get<int64_t>() < 0 ||
         priority->get<int64_t>() > 7) {
       return invalid(child(pfc_path, "priority"), "must be an 802.1p priority, 0 to 7");
     }
-    egress.pfc.emplace().priority = priority->get<int>();
+    PfcHonouring& honouring = egress.pfc.emplace();
+    honouring.priority = priority->get<int>();
+    if (const json* watchdog = find(*pfc, "watchdog")) {
+      const std::string wd_path = child(pfc_path, "watchdog");
+      FC_RETURN_IF_ERROR(
+          checkObject(*watchdog, wd_path, {"action", "detection_ms", "restoration_ms"}));
+      PfcWatchdogConfig& config = honouring.watchdog.emplace();
+      const json* action = find(*watchdog, "action");
+      if (action == nullptr || !action->is_string() ||
+          (*action != "drop" && *action != "forward" && *action != "alert")) {
+        return invalid(child(wd_path, "action"), "must be \"drop\", \"forward\" or \"alert\"");
+      }
+      config.action = *action == "drop"      ? PfcWatchdogAction::kDrop
+                      : *action == "forward" ? PfcWatchdogAction::kForward
+                                             : PfcWatchdogAction::kAlert;
+      FC_RETURN_IF_ERROR(readPositive(*watchdog, wd_path, "detection_ms", config.detection_ms));
+      FC_RETURN_IF_ERROR(readPositive(*watchdog, wd_path, "restoration_ms", config.restoration_ms));
+    }
   }
   return Status::ok();
 }
@@ -403,6 +420,14 @@ nlohmann::json toJson(const Fabric& fabric) {
       }
       if (const auto& pfc = sw.egress->pfc) {
         switches.back()["egress"]["pfc"] = {{"priority", pfc->priority}};
+        if (const auto& wd = pfc->watchdog) {
+          const char* action = wd->action == PfcWatchdogAction::kDrop      ? "drop"
+                               : wd->action == PfcWatchdogAction::kForward ? "forward"
+                                                                           : "alert";
+          switches.back()["egress"]["pfc"]["watchdog"] = {{"action", action},
+                                                          {"detection_ms", wd->detection_ms},
+                                                          {"restoration_ms", wd->restoration_ms}};
+        }
       }
     }
   }

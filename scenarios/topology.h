@@ -45,10 +45,22 @@ struct EcnMarking {
   bool operator==(const EcnMarking&) const = default;
 };
 
+// The lab switch's PFC watchdog, with SONiC pfcwd's semantics and defaults (lab/pfc_watchdog.h).
+enum class PfcWatchdogAction { kDrop, kForward, kAlert };
+
+struct PfcWatchdogConfig {
+  PfcWatchdogAction action = PfcWatchdogAction::kDrop;
+  int64_t detection_ms = 200;    // SONiC's default; its CLI allows 100-5000
+  int64_t restoration_ms = 200;  // SONiC's default; its CLI allows 100-60000
+  bool operator==(const PfcWatchdogConfig&) const = default;
+};
+
 // The switch honours 802.1Qbb PFC (docs/lab.md, "PFC"): each port pauses its egress on the pause
-// frames it receives, through the switch's PFC agent. The lossless class has `priority`.
+// frames it receives, through the switch's PFC agent. The lossless class has `priority`. JSON
+// "watchdog": nullopt, none.
 struct PfcHonouring {
   int priority = 3;
+  std::optional<PfcWatchdogConfig> watchdog = std::nullopt;
   bool operator==(const PfcHonouring&) const = default;
 };
 

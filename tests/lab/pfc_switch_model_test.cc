@@ -126,5 +126,126 @@ TEST(PfcSwitchModel, APauseInProgressCountsUpToNow) {
   EXPECT_EQ(model.portOf(12), std::nullopt);
 }
 
+// The watchdog, as SONiC's pfcwd: 200 ms detection, 200 ms restoration by default.
+PfcSwitchModel watched(PfcWatchdogAction action) {
+  return PfcSwitchModel({{"p0", 10, 100'000'000, 100'000, 0xff}}, kGrace,
+                        PfcWatchdogConfig{action, 200, 300});
+}
+
+// A storm: a frame of 65535 quanta (335.5 ms) every 100 ms from `from` for `length`.
+void storm(PfcSwitchModel& model, int64_t from, int64_t length, std::vector<HoldChange>* out) {
+  for (int64_t t = from; t < from + length; t += 100 * kMs) {
+    auto changes = model.onPauseFrame(0, pfcPause(0x08, 65535), t);
+    if (out) out->insert(out->end(), changes.begin(), changes.end());
+  }
+}
+
+TEST(PfcWatchdog, DropDetectsAfterTheDetectionTimeAndDiscardsTheQueueAndWhatFollows) {
+  PfcSwitchModel model = watched(PfcWatchdogAction::kDrop);
+  model.onPauseFrame(0, pfcPause(0x08, 65535), 0);
+  model.onHeld(0, 3, frame(100, 1));
+  EXPECT_EQ(model.nextDeadline(), 200 * kMs);  // detection comes before the pause's end
+  std::vector<HoldChange> changes;
+  EXPECT_TRUE(model.due(199 * kMs, changes).empty());
+  EXPECT_FALSE(model.inStorm(0, 3));
+  storm(model, 100 * kMs, 100 * kMs, nullptr);  // one more frame at 100 ms
+  EXPECT_TRUE(model.due(200 * kMs, changes).empty()) << "dropped frames are not released";
+  EXPECT_TRUE(model.inStorm(0, 3));
+  EXPECT_FALSE(model.paused(0, 3));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].until_ns, 100 * kMs + 300 * kMs + kGrace) << "the gate keeps discarding";
+  // During the storm: frames are ignored for pausing, the gate keeps holding, held ones go.
+  std::vector<HoldChange> during;
+  storm(model, 300 * kMs, 500 * kMs, &during);  // frames at 300..700 ms
+  ASSERT_FALSE(during.empty());
+  EXPECT_EQ(during.back().until_ns, 700 * kMs + 300 * kMs + kGrace);
+  model.onHeld(0, 3, frame(100, 2));
+  EXPECT_FALSE(model.paused(0, 3));
+  EXPECT_EQ(model.nextDeadline(), 1000 * kMs);  // restoration: 300 ms after the last frame
+  changes.clear();
+  EXPECT_TRUE(model.due(999 * kMs, changes).empty());
+  EXPECT_TRUE(model.inStorm(0, 3));
+  model.due(1000 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].until_ns, 0) << "restored: the gate opens";
+  const PfcPortCounters c = model.counters(0, 1000 * kMs);
+  EXPECT_EQ(c.storms_detected[3], 1u);
+  EXPECT_EQ(c.storms_restored[3], 1u);
+  EXPECT_EQ(c.watchdog_dropped_frames[3], 2u);
+  EXPECT_EQ(c.last_detected_ns[3], 200 * kMs);
+  EXPECT_EQ(c.last_restored_ns[3], 1000 * kMs);
+  EXPECT_EQ(c.rx_pause[3], 7u);  // every frame is counted, ignored or not
+  EXPECT_EQ(c.rx_pause_duration_us[3], 200'000u);
+  // Honoured again afterwards.
+  model.onPauseFrame(0, pfcPause(0x08, 1000), 1100 * kMs);
+  EXPECT_TRUE(model.paused(0, 3));
+}
+
+TEST(PfcWatchdog, ForwardReleasesTheQueueAtDetectionAndIgnoresTheStorm) {
+  PfcSwitchModel model = watched(PfcWatchdogAction::kForward);
+  model.onPauseFrame(0, pfcPause(0x08, 65535), 0);
+  model.onHeld(0, 3, frame(100, 1));
+  storm(model, 100 * kMs, 100 * kMs, nullptr);
+  std::vector<HoldChange> changes;
+  const auto releases = model.due(200 * kMs, changes);
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].frames.size(), 1u);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].until_ns, 0);
+  EXPECT_TRUE(model.inStorm(0, 3));
+  std::vector<HoldChange> during;
+  storm(model, 300 * kMs, 300 * kMs, &during);
+  EXPECT_TRUE(during.empty()) << "pause frames are ignored";
+  EXPECT_FALSE(model.paused(0, 3));
+  model.due(800 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+  EXPECT_EQ(model.counters(0, 800 * kMs).watchdog_dropped_frames[3], 0u);
+}
+
+TEST(PfcWatchdog, AlertOnlyCountsAndShortPausesNeverTripIt) {
+  PfcSwitchModel model = watched(PfcWatchdogAction::kAlert);
+  model.onPauseFrame(0, pfcPause(0x08, 10000), 0);  // 51 ms: ends before the detection time
+  std::vector<HoldChange> changes;
+  model.due(60 * kMs, changes);
+  EXPECT_FALSE(model.paused(0, 3));
+  model.due(300 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+  storm(model, 400 * kMs, 300 * kMs, nullptr);
+  model.due(600 * kMs, changes);
+  EXPECT_TRUE(model.inStorm(0, 3));
+  EXPECT_TRUE(model.paused(0, 3)) << "alert leaves the pause alone";
+  EXPECT_EQ(model.counters(0, 600 * kMs).storms_detected[3], 1u);
+}
+
+TEST(PfcWatchdog, ReleaseAllEmptiesEveryQueue) {
+  PfcSwitchModel model = twoPorts();
+  model.onPauseFrame(0, pfcPause(0x08, 65535), 0);
+  model.onHeld(0, 3, frame(100, 1));
+  model.onHeld(0, 3, frame(100, 2));
+  const auto releases = model.releaseAll();
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].frames.size(), 2u);
+  EXPECT_EQ(model.queuedBytes(0, 3), 0);
+}
+
+TEST(PfcWatchdog, ParsesSonicsActionsAndRanges) {
+  auto defaults = parsePfcWatchdog("drop");
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(*defaults, (PfcWatchdogConfig{PfcWatchdogAction::kDrop, 200, 200}));
+  auto tuned = parsePfcWatchdog("forward:400:2000");
+  ASSERT_TRUE(tuned.isOk());
+  EXPECT_EQ(*tuned, (PfcWatchdogConfig{PfcWatchdogAction::kForward, 400, 2000}));
+  EXPECT_EQ(formatPfcWatchdog(*tuned), "forward:400:2000");
+  EXPECT_EQ(parsePfcWatchdog("alert:100").value().detection_ms, 100);
+  EXPECT_EQ(parsePfcWatchdog("shed").status().message(),
+            "--pfc-watchdog: the action must be drop, forward or alert, got \"shed\"");
+  EXPECT_EQ(parsePfcWatchdog("drop:50").status().message(),
+            "--pfc-watchdog: the detection time must be 100 to 5000 ms, got \"50\"");
+  EXPECT_EQ(parsePfcWatchdog("drop:200:60001").status().message(),
+            "--pfc-watchdog: the restoration time must be 100 to 60000 ms, got \"60001\"");
+  EXPECT_FALSE(parsePfcWatchdog("drop:1:2:3").isOk());
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab

@@ -62,5 +62,34 @@ TEST(SwitchTelemetryTest, MarkingPortsAddTheirEcnCountsPerQueue) {
   EXPECT_EQ(points[9].value, 41);
 }
 
+TEST(SwitchTelemetryTest, APfcSwitchsLosslessQueuesCarryItsAgentsCounters) {
+  scenarios::Switch sw = modelledSwitch();
+  sw.egress->pfc = scenarios::PfcHonouring{3};
+  const nlohmann::json stats = {
+      {"ports",
+       {{"p0",
+         {{"rx_prio3_pause", 4}, {"rx_prio3_pause_duration", 1677696}, {"rx_prio0_pause", 9}}},
+        {"p1",
+         {{"rx_prio3_pause", 0},
+          {"rx_prio3_pause_duration", 0},
+          {"pfcwd_prio3_storm_detected", 1},
+          {"pfcwd_prio3_dropped_frames", 30}}},
+        {"p9", {{"rx_prio3_pause", 1}}}}}};
+  const auto points = pfcTelemetryPoints(sw, stats);
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].source, "sw0/p0/lossless");
+  EXPECT_EQ(points[0].metric, "pfc_rx_pause");
+  EXPECT_EQ(points[0].value, 4);
+  EXPECT_EQ(points[1].metric, "pfc_paused_us");
+  EXPECT_EQ(points[1].value, 1677696);
+  EXPECT_EQ(points[4].source, "sw0/p1/lossless");
+  EXPECT_EQ(points[4].metric, "pfcwd_storms");
+  EXPECT_EQ(points[5].metric, "pfcwd_dropped_frames");
+  EXPECT_EQ(points[5].value, 30);
+  // No PFC on the switch, or no document: nothing.
+  EXPECT_TRUE(pfcTelemetryPoints(modelledSwitch(), stats).empty());
+  EXPECT_TRUE(pfcTelemetryPoints(sw, nlohmann::json()).empty());
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab

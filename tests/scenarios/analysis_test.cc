@@ -559,6 +559,7 @@ TEST(AnalysisTest, StepJsonUsesFieldNamesAndNulls) {
       {"fault_iteration_ms", {{"iterations", 0}, {"p50", 0.0}, {"p99", 0.0}, {"p999", 0.0}}},
       {"p99_slowdown", nullptr},
       {"hottest_queue", nullptr},
+      {"paused_queues", nlohmann::json::array()},
       {"aggressors", nullptr},
       {"survived", true},
       {"recovered", true},

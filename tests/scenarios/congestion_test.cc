@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace fabric_chaos::scenarios {
 namespace {
 
@@ -124,6 +126,28 @@ TEST(CongestionTest, TrafficShareFromAnIncastObservation) {
   EXPECT_FALSE(trafficShare({{"running", true}, {"report", {{"frames", 3}}}}).has_value())
       << "a pfc_storm observation is not traffic";
   EXPECT_FALSE(trafficShare(nullptr).has_value());
+}
+
+TEST(CongestionTest, PausedQueuesAreThoseWhosePausedTimeGrewInTheWindow) {
+  std::vector<TelemetryPoint> points;
+  for (int tick = 0; tick <= 10; ++tick) {
+    const double t = tick * 100.0;
+    // p1 paused from 300 ms on (100 ms of pause per tick), one frame per tick; p2 paused before.
+    const int64_t paused_ticks = std::max(0, tick - 3);
+    points.push_back({t, "sw0/p1/lossless", "pfc_paused_us", paused_ticks * 100'000});
+    points.push_back({t, "sw0/p1/lossless", "pfc_rx_pause", paused_ticks});
+    points.push_back({t, "sw0/p1/lossless", "pfcwd_storms", tick >= 6 ? 1 : 0});
+    points.push_back({t, "sw0/p2/lossless", "pfc_paused_us", 250'000});
+    points.push_back({t, "traffic/incast/h1", "pfc_paused_us", tick * 1000});  // not a queue
+  }
+  const auto paused = pausedQueues(points, 200, 800);
+  ASSERT_EQ(paused.size(), 1u);
+  EXPECT_EQ(paused[0].source, "sw0/p1/lossless");
+  EXPECT_DOUBLE_EQ(paused[0].paused_ms, 500);
+  EXPECT_EQ(paused[0].pause_frames, 5);
+  EXPECT_EQ(paused[0].watchdog_storms, 1);
+  EXPECT_EQ(toJson(paused[0])["paused_ms"], 500.0);
+  EXPECT_TRUE(pausedQueues(points, 0, 250).empty());
 }
 
 }  // namespace
