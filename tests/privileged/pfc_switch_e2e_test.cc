@@ -204,9 +204,10 @@ TEST_F(PfcHonouringLab, OneFramePausesTheLosslessClassOfThatPortForItsPauseTimeA
   EXPECT_EQ(counters.value("rx_prio3_pause", -1), 1);
   EXPECT_NEAR(counters.value("rx_prio3_pause_duration", 0) / 1e6, kFullPauseS, 0.001);
   EXPECT_EQ(counters.value("prio3_held_frames", -1), counters.value("prio3_released_frames", -2));
-  // What the agent held is what ping saw delayed: the echo requests sent during the pause.
+  // What the agent held is what ping saw delayed: the echo requests sent during the pause. An
+  // unpaused round trip here is well under 2 ms; one held in the pause's last 2 ms is not counted.
   const auto delayed =
-      std::count_if(lossless.begin(), lossless.end(), [](const Reply& r) { return r.rtt_ms > 20; });
+      std::count_if(lossless.begin(), lossless.end(), [](const Reply& r) { return r.rtt_ms > 2; });
   EXPECT_GE(delayed, 50);
   EXPECT_NEAR(counters.value("prio3_held_frames", 0), delayed, 2);
   EXPECT_EQ(counters.value("prio3_pause_dropped_frames", -1), 0);
