@@ -51,9 +51,11 @@ bool isSwitchQueue(const std::string& source) {
 std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& points,
                                       double start_ms, double end_ms) {
   std::vector<PausedQueue> out;
-  for (const auto& [source, metrics] : spansOf(points, start_ms, end_ms)) {
+  for (const auto& [source, series] : spansOf(points, start_ms, end_ms)) {
     if (!isSwitchQueue(source)) continue;
-    auto grew = [&](const char* metric) -> int64_t {
+    // A named reference, not the structured binding: clang 14 cannot capture those.
+    const std::map<std::string, Span>& metrics = series;
+    auto grew = [&metrics](const char* metric) -> int64_t {
       auto it = metrics.find(metric);
       return it == metrics.end() ? 0 : difference(it->second);
     };
