@@ -237,13 +237,7 @@ class Agent {
       std::vector<lab::HoldChange> opened;
       std::vector<lab::Release> releases = model_.due(monotonicNs(), opened);
       if (releases.empty() && opened.empty()) return;
-      for (const lab::Release& release : releases) {
-        const int ifindex = model_.ports()[release.port].ifindex;
-        for (std::vector<uint8_t> frame : release.frames) {
-          lab::completeTransportChecksum(frame);
-          if (!gate_.send(ifindex, frame).isOk()) ++send_failures_;
-        }
-      }
+      send(releases);
       for (const lab::HoldChange& change : opened) {
         report(
             gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
@@ -251,15 +245,29 @@ class Agent {
     }
   }
 
-  void openEverything() {
+  // Nothing stays held: every gate open, every queued frame sent, whatever its pause.
+  void releaseEverything() {
     for (const lab::PfcPortSpec& port : model_.ports()) {
       for (int p = 0; p < lab::kPfcPriorityCount; ++p) report(gate_.holdUntil(port.ifindex, p, 0));
     }
+    settle();
+    send(model_.releaseAll());
   }
 
   uint64_t sendFailures() const { return send_failures_; }
 
  private:
+  // Held frames back out of their ports, their transport checksums completed first.
+  void send(std::vector<lab::Release> releases) {
+    for (lab::Release& release : releases) {
+      const int ifindex = model_.ports()[release.port].ifindex;
+      for (std::vector<uint8_t>& frame : release.frames) {
+        lab::completeTransportChecksum(frame);
+        if (!gate_.send(ifindex, frame).isOk()) ++send_failures_;
+      }
+    }
+  }
+
   void takeHeld() {
     auto held = gate_.takeHeld();
     if (!held.isOk()) {
@@ -424,15 +432,8 @@ int pfcSwitchMain(int argc, char** argv) {
       }
     }
   }
-  // Nothing stays held: open every gate, send what was held, take the filters off.
-  agent.openEverything();
-  agent.settle();
-  for (lab::Release& release : model.releaseAll()) {
-    for (std::vector<uint8_t>& frame : release.frames) {
-      lab::completeTransportChecksum(frame);
-      (void)(*gate)->send(model.ports()[release.port].ifindex, frame);
-    }
-  }
+  // Nothing stays held; then the filters come off.
+  agent.releaseEverything();
   writeStats(o.stats_path, statsJson(model, **gate, monotonicNs(), agent.sendFailures()));
   for (const std::string& port : o.ports) (void)sys::detachPfcGate(port);
   if (!o.pid_path.empty()) std::remove(o.pid_path.c_str());
