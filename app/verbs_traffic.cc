@@ -47,17 +47,7 @@ int runVerbsSink(const TrafficOptions& o, const sigset_t& wait_mask) {
     if (flow < 0 || static_cast<size_t>(flow) >= ledger_id.size()) return -1;
     return ledger_id[static_cast<size_t>(flow)];
   };
-  std::vector<Event> events;
-  int64_t now_ns = start_ns;
-  while (!schedule.finished(now_ns)) {
-    if (schedule.reportDue(now_ns)) printReportLine(ledger.report(now_ns, false));
-    events.clear();
-    if (core::Status s = sink.wait(schedule.nextWakeNs() - now_ns, &wait_mask, &events);
-        !s.isOk()) {
-      std::fprintf(stderr, "fabric-chaos traffic sink: %s\n", s.message().c_str());
-      printReportLine(ledger.report(core::steadyNowNs(), true));
-      return 1;
-    }
+  auto apply = [&](const std::vector<Event>& events) {
     for (const Event& e : events) {
       switch (e.kind) {
         case Event::Kind::kOpened:
@@ -80,8 +70,24 @@ int runVerbsSink(const TrafficOptions& o, const sigset_t& wait_mask) {
           break;  // a source's
       }
     }
+  };
+  std::vector<Event> events;
+  int64_t now_ns = start_ns;
+  while (!schedule.finished(now_ns)) {
+    if (schedule.reportDue(now_ns)) printReportLine(ledger.report(now_ns, false));
+    events.clear();
+    if (core::Status s = sink.wait(schedule.nextWakeNs() - now_ns, &wait_mask, &events);
+        !s.isOk()) {
+      std::fprintf(stderr, "fabric-chaos traffic sink: %s\n", s.message().c_str());
+      printReportLine(ledger.report(core::steadyNowNs(), true));
+      return 1;
+    }
+    apply(events);
     now_ns = core::steadyNowNs();
   }
+  // Stopped: what already completed is counted in the final report, without waiting for more.
+  events.clear();
+  if (sink.wait(0, &wait_mask, &events).isOk()) apply(events);
   printReportLine(ledger.report(core::steadyNowNs(), true));
   return 0;
 }

@@ -326,9 +326,36 @@ void VerbsTrafficSink::accept(rdma_cm_id* id, const std::vector<uint8_t>& reques
   flows_.push_back(std::move(flow));
 }
 
+namespace {
+
+// Polls the flow's CQ dry: the bytes that WRITE WITH IMMEDIATE completions carried, and the first
+// failure. With `repost`, every consumed receive is posted again.
+std::string pollSinkCompletions(VerbsFlow& f, bool repost, int64_t* bytes) {
+  ibv_wc wcs[kCqBatch];
+  for (;;) {
+    const int n = ibv_poll_cq(f.cq, kCqBatch, wcs);
+    if (n < 0) return "ibv_poll_cq failed";
+    for (int k = 0; k < n; ++k) {
+      if (wcs[k].status != IBV_WC_SUCCESS) return "receive completed with " + wcText(wcs[k]);
+      if (wcs[k].opcode == IBV_WC_RECV_RDMA_WITH_IMM) *bytes += ntohl(wcs[k].imm_data);
+      if (!repost) continue;
+      if (Status s = postReceive(f); !s.isOk()) return s.message();
+    }
+    if (n < kCqBatch) return "";
+  }
+}
+
+}  // namespace
+
 void VerbsTrafficSink::close(size_t index, const std::string& why,
                              std::vector<VerbsTrafficEvent>* out) {
-  out->push_back({VerbsTrafficEvent::Kind::kClosed, flows_[index]->index, 0, why});
+  // What arrived before the disconnection is counted before the CQ goes: a source that stops
+  // right after its last write has had it acknowledged, so its sink must report it.
+  VerbsFlow& f = *flows_[index];
+  int64_t bytes = 0;
+  if (f.cq != nullptr) pollSinkCompletions(f, false, &bytes);  // flushed receives end it
+  if (bytes > 0) out->push_back({VerbsTrafficEvent::Kind::kBytes, f.index, bytes, ""});
+  out->push_back({VerbsTrafficEvent::Kind::kClosed, f.index, 0, why});
   flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
@@ -361,25 +388,8 @@ Status VerbsTrafficSink::wait(int64_t timeout_ns, const sigset_t* mask,
     }
     for (size_t i = 0; i < flows_.size();) {
       VerbsFlow& f = *flows_[i];
-      ibv_wc wcs[kCqBatch];
-      std::string failure;
       int64_t bytes = 0;
-      for (;;) {
-        const int n = ibv_poll_cq(f.cq, kCqBatch, wcs);
-        if (n < 0) {
-          failure = "ibv_poll_cq failed";
-          break;
-        }
-        for (int k = 0; k < n && failure.empty(); ++k) {
-          if (wcs[k].status != IBV_WC_SUCCESS) {
-            failure = "receive completed with " + wcText(wcs[k]);
-            break;
-          }
-          if (wcs[k].opcode == IBV_WC_RECV_RDMA_WITH_IMM) bytes += ntohl(wcs[k].imm_data);
-          if (Status s = postReceive(f); !s.isOk()) failure = s.message();
-        }
-        if (n < kCqBatch || !failure.empty()) break;
-      }
+      const std::string failure = pollSinkCompletions(f, true, &bytes);
       if (bytes > 0) out->push_back({VerbsTrafficEvent::Kind::kBytes, f.index, bytes, ""});
       if (!failure.empty()) {
         close(i, failure, out);
