@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/file_replace.h"
+
 namespace fabric_chaos::lab {
 
 using core::Status;
@@ -125,16 +127,8 @@ Status writeFabricFile(const std::string& state_dir, const std::string& name,
     return Status(StatusCode::kInternal,
                   "cannot create " + state_dir + "/fabrics: " + ec.message());
   }
-  const std::string path = fabricFilePath(state_dir, name);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << scenarios::toJson(fabric).dump(2) << "\n";
-    if (!out) return Status(StatusCode::kInternal, "cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status(StatusCode::kInternal, "cannot write " + path + ": " + ec.message());
-  return Status::ok();
+  return core::replaceFileContents(fabricFilePath(state_dir, name),
+                                   scenarios::toJson(fabric).dump(2) + "\n");
 }
 
 }  // namespace fabric_chaos::lab
