@@ -5,10 +5,10 @@
 
 #include "app/cli.h"
 #include "core/command_line.h"
+#include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/sys/command.h"
 #include "lab/ecn_model.h"
 #include "lab/netns_lab.h"
-#include "lab/pfc_watchdog.h"
 #include "lab/port_model.h"
 #include "lab/vm_lab.h"
 
@@ -164,7 +164,7 @@ core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags&
     if (!priority.isOk()) return priority.status();
     model.pfc = scenarios::PfcHonouring{static_cast<int>(*priority)};
     if (const auto watchdog = flags.get("pfc-watchdog")) {
-      auto config = lab::parsePfcWatchdog(*watchdog);
+      auto config = injectors::parsePfcWatchdog(*watchdog);
       if (!config.isOk()) return config.status();
       model.pfc->watchdog = *config;
     }

@@ -17,10 +17,12 @@
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
+#include "injectors/sys/dcb.h"
 #include "injectors/sys/emitters.h"
 #include "injectors/sys/forwarding.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
+#include "injectors/sys/pfc_switch_control.h"
 #include "injectors/sys/process.h"
 #include "injectors/sys/qdisc.h"
 #include "injectors/sys/rdma_devices.h"
@@ -97,6 +99,9 @@ struct LocalStack {
   std::unique_ptr<sys::Emitters> emitters;
   // What a leaf's FIB does with a flow (hot_spot's ECMP steering).
   std::unique_ptr<sys::Forwarding> forwarding;
+  // pfc_config's backends: NICs' DCB, and the PFC agents of lab switches.
+  std::unique_ptr<sys::Dcb> dcb;
+  std::unique_ptr<sys::PfcSwitchControl> pfc_switches;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

@@ -4,7 +4,9 @@
 // drops them), pauses that port's egress for the frame's priorities through the PFC gate
 // (injectors/sys/pfc_gate.h), and sends the held frames back out when the pause ends. What to do
 // is lab/pfc_switch_model.h; this file wires it to the sockets, the gate, the clock and signals,
-// and writes the counters to a JSON file (--stats) a few times a second.
+// and writes the counters to a JSON file (--stats) a few times a second. The per-port PFC enable
+// masks and watchdogs can change while it runs: it reads its --settings file again on SIGHUP
+// (injectors/model/pfc_switch_settings.h).
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,43 +19,25 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
+#include "app/pfc_switch_options.h"
+#include "app/pfc_switch_stats.h"
 #include "app/stop_signals.h"
 #include "core/clock.h"
+#include "core/file_replace.h"
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/pfc_gate.h"
 #include "injectors/sys/raw_packets.h"
 #include "lab/frame_checksum.h"
 #include "lab/pfc_switch_model.h"
-#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::app {
 namespace {
-
-constexpr char kUsage[] =
-    "usage: fabric-chaos pfc-switch --ports P[,P...] --rate-bps R --buffer-bytes B\n"
-    "                               [--lossless-dscp D[,D]] [--lossless-priority 3]\n"
-    "                               [--pfc-enabled PORT=MASK[,PORT=MASK]] [--stats FILE]\n"
-    "                               [--netns-file /run/netns/NAME] [--pid-file FILE]\n"
-    "                               [--watchdog ACTION[:DETECT_MS[:RESTORE_MS]]]\n"
-    "                               [--daemon [--log FILE]]\n"
-    "The PFC agent of a lab switch: run inside the switch's namespace. Pauses a port's egress for\n"
-    "the priorities of each 802.1Qbb frame the port receives, for quanta x 512 bit times at R,\n"
-    "holding the paused frames (up to B bytes per port and priority) and sending them when the\n"
-    "pause ends. The lossless DSCPs (default 26) have --lossless-priority, everything else 0.\n"
-    "--pfc-enabled: the priorities a port honours (hex mask; default all). --stats: the counters\n"
-    "as JSON, rewritten every 200 ms. --netns-file: exit when that namespace is deleted.\n"
-    "--watchdog: a PFC watchdog as SONiC's pfcwd (drop, forward or alert; 200 ms detection and\n"
-    "restoration by default): a priority paused for the detection time is in a storm.\n"
-    "--daemon: detach once running (the parent exits 0 when the gate is attached), its output\n"
-    "then going to --log (default: nowhere).\n";
 
 // Reused by the kernel for frames the agent sends back; "fc" in the high bytes.
 constexpr uint32_t kReinjectMark = 0xfc0f0c01;
@@ -63,96 +47,11 @@ constexpr int64_t kStatsPeriodNs = 200'000'000;
 
 std::atomic<bool> g_stop{false};
 void requestStop(int) { g_stop = true; }
+std::atomic<bool> g_reload{false};
+void requestReload(int) { g_reload = true; }
 
 // CLOCK_MONOTONIC, the clock of the gate's bpf_ktime_get_ns().
 int64_t monotonicNs() { return core::steadyNowNs(); }
-
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-struct Options {
-  std::vector<std::string> ports;
-  int64_t rate_bps = 0;
-  int64_t buffer_bytes = 0;
-  uint64_t lossless_dscp_mask = uint64_t{1} << 26;
-  int lossless_priority = 3;
-  std::map<std::string, uint8_t> pfc_enabled;
-  std::string stats_path;
-  std::string netns_file;
-  std::string pid_path;
-  std::string log_path;
-  std::optional<lab::PfcWatchdogConfig> watchdog;
-  bool daemon = false;
-};
-
-core::Result<Options> parseOptions(int argc, char** argv) {
-  const core::FlagRules rules{
-      {"ports", "rate-bps", "buffer-bytes", "lossless-dscp", "lossless-priority", "pfc-enabled",
-       "stats", "netns-file", "pid-file", "log", "watchdog"},
-      {"daemon", "help"},
-      false};
-  const Flags flags = parseFlags(argc, argv, rules);
-  if (!flags.error.empty()) return core::Status(core::StatusCode::kInvalidArgument, flags.error);
-  Options o;
-  o.ports = splitList(flags.getOr("ports", ""));
-  if (o.ports.empty())
-    return core::Status(core::StatusCode::kInvalidArgument, "--ports is required");
-  auto rate =
-      core::parseFlagInteger("--rate-bps", flags.getOr("rate-bps", ""), 1'000'000, 100'000'000'000);
-  if (!rate.isOk()) return rate.status();
-  o.rate_bps = *rate;
-  auto buffer = core::parseFlagInteger("--buffer-bytes", flags.getOr("buffer-bytes", ""), 1514,
-                                       int64_t{64} << 20);
-  if (!buffer.isOk()) return buffer.status();
-  o.buffer_bytes = *buffer;
-  if (auto dscps = flags.get("lossless-dscp")) {
-    o.lossless_dscp_mask = 0;
-    for (const std::string& d : splitList(*dscps)) {
-      auto dscp = core::parseFlagInteger("--lossless-dscp", d, 0, 63);
-      if (!dscp.isOk()) return dscp.status();
-      o.lossless_dscp_mask |= uint64_t{1} << *dscp;
-    }
-  }
-  if (auto priority = flags.get("lossless-priority")) {
-    auto p = core::parseFlagInteger("--lossless-priority", *priority, 0, 7);
-    if (!p.isOk()) return p.status();
-    o.lossless_priority = static_cast<int>(*p);
-  }
-  for (const std::string& item : splitList(flags.getOr("pfc-enabled", ""))) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      return core::Status(core::StatusCode::kInvalidArgument,
-                          "--pfc-enabled expects PORT=MASK, got \"" + item + "\"");
-    }
-    char* end = nullptr;
-    const std::string mask_text = item.substr(eq + 1);
-    const unsigned long mask = std::strtoul(mask_text.c_str(), &end, 0);
-    if (mask_text.empty() || *end != '\0' || mask > 0xff) {
-      return core::Status(core::StatusCode::kInvalidArgument,
-                          "--pfc-enabled: the mask of " + item.substr(0, eq) +
-                              " must be 0 to 0xff, got \"" + mask_text + "\"");
-    }
-    o.pfc_enabled[item.substr(0, eq)] = static_cast<uint8_t>(mask);
-  }
-  o.stats_path = flags.getOr("stats", "");
-  o.netns_file = flags.getOr("netns-file", "");
-  o.pid_path = flags.getOr("pid-file", "");
-  o.log_path = flags.getOr("log", "");
-  if (auto watchdog = flags.get("watchdog")) {
-    auto config = lab::parsePfcWatchdog(*watchdog);
-    if (!config.isOk()) return config.status();
-    o.watchdog = *config;
-  }
-  o.daemon = flags.has("daemon");
-  return o;
-}
 
 // The device and inode of a namespace file, to notice that `ip netns del` removed it.
 std::optional<std::pair<dev_t, ino_t>> namespaceIdentity(const std::string& path) {
@@ -161,61 +60,8 @@ std::optional<std::pair<dev_t, ino_t>> namespaceIdentity(const std::string& path
   return std::make_pair(st.st_dev, st.st_ino);
 }
 
-nlohmann::json statsJson(const lab::PfcSwitchModel& model, sys::PfcGate& gate, int64_t now_ns,
-                         uint64_t send_failures) {
-  nlohmann::json ports = nlohmann::json::object();
-  for (size_t i = 0; i < model.ports().size(); ++i) {
-    const lab::PfcPortCounters c = model.counters(i, now_ns);
-    nlohmann::json port;
-    nlohmann::json paused = nlohmann::json::array();
-    auto gate_counts = gate.counts(model.ports()[i].ifindex);
-    for (int p = 0; p < lab::kPfcPriorityCount; ++p) {
-      const std::string prio = "prio" + std::to_string(p);
-      port["rx_" + prio + "_pause"] = c.rx_pause[p];
-      port["rx_" + prio + "_pause_duration"] = c.rx_pause_duration_us[p];
-      port["tx_" + prio + "_pause"] = 0;  // the model does not propagate pauses
-      port["rx_" + prio + "_pause_ignored"] = c.rx_pause_ignored[p];
-      port[prio + "_held_frames"] = c.held_frames[p];
-      port[prio + "_released_frames"] = c.released_frames[p];
-      uint64_t dropped = c.dropped_frames[p];
-      if (gate_counts.isOk()) {
-        dropped += gate_counts->dropped_no_room[p] + gate_counts->dropped_oversize[p];
-      }
-      port[prio + "_pause_dropped_frames"] = dropped;
-      if (model.watchdog()) {
-        // SONiC's pfcwd queue counters, and when (CLOCK_MONOTONIC ns) it last acted.
-        port["pfcwd_" + prio + "_storm_detected"] = c.storms_detected[p];
-        port["pfcwd_" + prio + "_storm_restored"] = c.storms_restored[p];
-        port["pfcwd_" + prio + "_dropped_frames"] = c.watchdog_dropped_frames[p];
-        port["pfcwd_" + prio + "_last_detected_ns"] = c.last_detected_ns[p];
-        port["pfcwd_" + prio + "_last_restored_ns"] = c.last_restored_ns[p];
-      }
-      if (model.paused(i, p)) paused.push_back(p);
-    }
-    port["paused_priorities"] = paused;
-    nlohmann::json storms = nlohmann::json::array();
-    for (int p = 0; p < lab::kPfcPriorityCount; ++p) {
-      if (model.inStorm(i, p)) storms.push_back(p);
-    }
-    port["storm_priorities"] = storms;
-    port["pfc_enabled"] = model.ports()[i].pfc_enabled;
-    ports[model.ports()[i].name] = port;
-  }
-  nlohmann::json out = {
-      {"monotonic_ns", now_ns}, {"ports", ports}, {"send_failures", send_failures}};
-  if (model.watchdog()) out["watchdog"] = lab::formatPfcWatchdog(*model.watchdog());
-  return out;
-}
-
 void writeStats(const std::string& path, const nlohmann::json& stats) {
-  if (path.empty()) return;
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << stats.dump() << "\n";
-    if (!out) return;
-  }
-  std::rename(temporary.c_str(), path.c_str());
+  if (!path.empty()) (void)core::replaceFileContents(path, stats.dump() + "\n");
 }
 
 class Agent {
@@ -224,6 +70,14 @@ class Agent {
 
   void onPauseFrame(size_t port, const injectors::PfcPause& pause) {
     for (const lab::HoldChange& change : model_.onPauseFrame(port, pause, monotonicNs())) {
+      report(
+          gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
+    }
+  }
+
+  // Gate changes the model asked for outside a pause frame (a new watchdog setting).
+  void apply(const std::vector<lab::HoldChange>& changes) {
+    for (const lab::HoldChange& change : changes) {
       report(
           gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
     }
@@ -293,6 +147,48 @@ class Agent {
   std::string last_error_;
 };
 
+// Reads the settings file again and applies what changed. A file that cannot be read, parsed or
+// that names a port this agent does not have changes nothing: its error is reported instead.
+void reloadSettings(const std::string& path, lab::PfcSwitchModel& model, Agent& agent,
+                    PfcSettingsStatus& status) {
+  ++status.reads;
+  auto text = core::readWholeFile(path);
+  if (!text.isOk()) {
+    status.error = text.status().message();
+    return;
+  }
+  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) {
+    status.error = path + ": not JSON";
+    return;
+  }
+  auto settings = injectors::pfcSwitchSettingsFromJson(doc);
+  if (!settings.isOk()) {
+    status.error = path + ": " + settings.status().message();
+    return;
+  }
+  std::vector<std::pair<size_t, injectors::PfcPortSettings>> updates;
+  for (const auto& [name, port] : settings->ports) {
+    size_t index = 0;
+    while (index < model.ports().size() && model.ports()[index].name != name) ++index;
+    if (index == model.ports().size()) {
+      status.error = path + ": ports." + name + ": not a port of this switch";
+      return;
+    }
+    updates.emplace_back(index, port);
+  }
+  const int64_t now = monotonicNs();
+  std::vector<lab::HoldChange> changes;
+  for (const auto& [index, port] : updates) {
+    const lab::PfcPortSpec& spec = model.ports()[index];
+    if (spec.pfc_enabled != port.pfc_enabled) model.setPfcEnabled(index, port.pfc_enabled, now);
+    if (spec.watchdog != port.watchdog) model.setWatchdog(index, port.watchdog, now, changes);
+  }
+  agent.apply(changes);
+  status.generation = settings->generation;
+  status.error.clear();
+}
+
 // Forks; the parent waits for the child's word on a pipe that it is running, and exits with it.
 // Returns the pipe's write end in the child (-1 when not daemonising).
 int daemonise() {
@@ -316,17 +212,18 @@ int daemonise() {
 int pfcSwitchMain(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kPfcSwitchUsage, stdout);
       return 0;
     }
   }
-  auto parsed = parseOptions(argc - 1, argv + 1);
+  auto parsed = parsePfcSwitchOptions(argc - 1, argv + 1);
   if (!parsed.isOk()) {
     std::fprintf(stderr, "fabric-chaos pfc-switch: %s\n\n%s", parsed.status().message().c_str(),
-                 kUsage);
+                 kPfcSwitchUsage);
     return 2;
   }
-  const Options& o = *parsed;
+  const PfcSwitchOptions& o = *parsed;
+  const injectors::PfcSwitchSettings initial = initialPfcSwitchSettings(o);
   const int ready_fd = o.daemon ? daemonise() : -1;
   auto tellParent = [&](char word) {
     if (ready_fd < 0) return;
@@ -347,7 +244,17 @@ int pfcSwitchMain(int argc, char** argv) {
 
   installStopHandlers(requestStop);
   signal(SIGPIPE, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
+  // SIGHUP (read the settings again) is blocked except while the loop sleeps, so that one sent
+  // between a check and the sleep still ends the sleep.
+  struct sigaction reload {};
+  reload.sa_handler = requestReload;
+  sigaction(SIGHUP, &reload, nullptr);
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  sigset_t wait_mask;
+  sigprocmask(SIG_BLOCK, &hup, &wait_mask);
+  sigdelset(&wait_mask, SIGHUP);
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // resume within microseconds of the pause's end
 
   std::vector<std::unique_ptr<sys::RawPacketReceiver>> receivers;
@@ -360,9 +267,9 @@ int pfcSwitchMain(int argc, char** argv) {
       tellParent(1);
       return 1;
     }
-    auto enabled = o.pfc_enabled.find(port);
-    specs.push_back({port, (*receiver)->ifindex(), o.rate_bps, o.buffer_bytes,
-                     enabled == o.pfc_enabled.end() ? uint8_t{0xff} : enabled->second});
+    const injectors::PfcPortSettings& settings = initial.ports.at(port);
+    specs.push_back({port, (*receiver)->ifindex(), o.rate_bps, o.buffer_bytes, settings.pfc_enabled,
+                     settings.watchdog});
     receivers.push_back(std::move(*receiver));
   }
   sys::PfcGateConfig gate_config;
@@ -375,13 +282,22 @@ int pfcSwitchMain(int argc, char** argv) {
     tellParent(1);
     return 1;
   }
-  lab::PfcSwitchModel model(std::move(specs), kHoldGraceNs, o.watchdog);
+  lab::PfcSwitchModel model(std::move(specs), kHoldGraceNs);
   Agent agent(model, **gate);
+  PfcSettingsStatus settings_status;
+  if (!o.settings_path.empty()) {
+    if (core::Status s = core::replaceFileContents(o.settings_path, toJson(initial).dump(2) + "\n");
+        !s.isOk()) {
+      std::fprintf(stderr, "fabric-chaos pfc-switch: %s\n", s.toString().c_str());
+      tellParent(1);
+      return 1;
+    }
+  }
   const auto namespace_at_start = namespaceIdentity(o.netns_file);
   if (!o.pid_path.empty()) {
     std::ofstream(o.pid_path, std::ios::trunc) << ::getpid() << "\n";
   }
-  writeStats(o.stats_path, statsJson(model, **gate, monotonicNs(), 0));
+  writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(), 0, settings_status));
   tellParent(0);
   std::fprintf(stderr, "fabric-chaos pfc-switch: %zu ports at %lld bit/s, buffer %lld bytes\n",
                o.ports.size(), static_cast<long long>(o.rate_bps),
@@ -400,8 +316,12 @@ int pfcSwitchMain(int argc, char** argv) {
     if (auto deadline = model.nextDeadline()) wake = std::min(wake, *deadline);
     const int64_t wait_ns = std::max<int64_t>(0, wake - now);
     timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
-    const int ready = ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
+    const int ready = ::ppoll(fds.data(), fds.size(), &timeout, &wait_mask);
     if (ready < 0 && errno != EINTR) break;
+    if (g_reload.exchange(false) && !o.settings_path.empty()) {
+      reloadSettings(o.settings_path, model, agent, settings_status);
+      next_stats_ns = 0;  // the writer of the settings waits for this generation in the counters
+    }
     for (size_t i = 0; ready > 0 && i < receivers.size(); ++i) {
       if ((fds[i].revents & (POLLIN | POLLERR)) == 0) continue;
       for (;;) {
@@ -423,7 +343,8 @@ int pfcSwitchMain(int argc, char** argv) {
     agent.settle();
     if (monotonicNs() >= next_stats_ns) {
       next_stats_ns = monotonicNs() + kStatsPeriodNs;
-      writeStats(o.stats_path, statsJson(model, **gate, monotonicNs(), agent.sendFailures()));
+      writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(),
+                                                  agent.sendFailures(), settings_status));
       // The lab was taken down around us: a namespace we hold open would outlive it unseen.
       if (!o.netns_file.empty() && namespaceIdentity(o.netns_file) != namespace_at_start) {
         std::fprintf(stderr, "fabric-chaos pfc-switch: %s is gone; stopping\n",
@@ -434,7 +355,8 @@ int pfcSwitchMain(int argc, char** argv) {
   }
   // Nothing stays held; then the filters come off.
   agent.releaseEverything();
-  writeStats(o.stats_path, statsJson(model, **gate, monotonicNs(), agent.sendFailures()));
+  writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(), agent.sendFailures(),
+                                              settings_status));
   for (const std::string& port : o.ports) (void)sys::detachPfcGate(port);
   if (!o.pid_path.empty()) std::remove(o.pid_path.c_str());
   return exit_code;

@@ -3,7 +3,9 @@
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
+#include "injectors/pfc/pfc_config.h"
 #include "injectors/pfc/pfc_storm.h"
+#include "injectors/pfc/pfc_watchdog.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/qdisc.h"
 #include "injectors/traffic/hot_spot.h"
@@ -102,6 +104,8 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
   registry->add(makePacketLoss(adapters, netem, options));
   registry->add(std::make_unique<Netem>(adapters.qdiscs, netem.available, netem.problem));
   registry->add(std::make_unique<PfcStorm>(adapters.links, adapters.emitters, options.self_exe));
+  registry->add(std::make_unique<PfcConfig>(adapters.dcb, adapters.pfc_switches));
+  registry->add(std::make_unique<PfcWatchdog>(adapters.pfc_switches));
   registry->add(std::make_unique<Incast>(adapters.links, adapters.emitters, options.self_exe));
   registry->add(std::make_unique<HotSpot>(adapters.links, adapters.emitters, adapters.forwarding,
                                           options.self_exe));

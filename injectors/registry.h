@@ -14,10 +14,12 @@
 #include "injectors/loss/packet_loss.h"
 
 namespace fabric_chaos::sys {
+class Dcb;
 class Emitters;
 class Forwarding;
 class LinkControl;
 class Nftables;
+class PfcSwitchControl;
 class Qdiscs;
 }  // namespace fabric_chaos::sys
 
@@ -38,8 +40,11 @@ struct SysAdapters {
   sys::LinkControl* links = nullptr;
   sys::Nftables* nftables = nullptr;
   sys::Qdiscs* qdiscs = nullptr;
-  sys::Emitters* emitters = nullptr;      // long-running kinds' processes (pfc_storm)
-  sys::Forwarding* forwarding = nullptr;  // the switches' FIB lookups (hot_spot)
+  sys::Emitters* emitters = nullptr;              // long-running kinds' processes (pfc_storm)
+  sys::Forwarding* forwarding = nullptr;          // the switches' FIB lookups (hot_spot)
+  sys::Dcb* dcb = nullptr;                        // NICs' IEEE DCB PFC settings (pfc_config)
+  sys::PfcSwitchControl* pfc_switches = nullptr;  // lab switches' PFC agents (pfc_config,
+                                                  // pfc_watchdog)
 };
 
 struct RegistryOptions {

@@ -6,8 +6,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/sys/process.h"
-#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::lab {
 
@@ -16,6 +16,10 @@ using core::StatusCode;
 
 std::string pfcStatsFile(const std::string& state_dir, const std::string& switch_netns) {
   return (std::filesystem::path(state_dir) / "pfc" / (switch_netns + ".json")).string();
+}
+
+std::string pfcSettingsFile(const std::string& state_dir, const std::string& switch_netns) {
+  return (std::filesystem::path(state_dir) / "pfc" / (switch_netns + ".settings.json")).string();
 }
 
 std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenarios::Switch& sw,
@@ -44,13 +48,15 @@ std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenar
       std::to_string(egress.pfc->priority),
       "--stats",
       pfcStatsFile(state_dir, sw.netns),
+      "--settings",
+      pfcSettingsFile(state_dir, sw.netns),
       "--netns-file",
       "/run/netns/" + sw.netns,
       "--daemon",
       "--log",
       (std::filesystem::path(state_dir) / "pfc" / (sw.netns + ".log")).string()};
   if (const auto& watchdog = egress.pfc->watchdog) {
-    argv.insert(argv.end(), {"--watchdog", formatPfcWatchdog(*watchdog)});
+    argv.insert(argv.end(), {"--watchdog", injectors::formatPfcWatchdog(*watchdog)});
   }
   return argv;
 }

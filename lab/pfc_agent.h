@@ -18,6 +18,11 @@ namespace fabric_chaos::lab {
 // <state_dir>/pfc/<switch netns>.json: the agent's counters, rewritten every 200 ms.
 std::string pfcStatsFile(const std::string& state_dir, const std::string& switch_netns);
 
+// <state_dir>/pfc/<switch netns>.settings.json: the per-port PFC enable masks and watchdogs the
+// agent runs with, which the pfc_config and pfc_watchdog faults change while it runs
+// (injectors/sys/pfc_switch_control.h).
+std::string pfcSettingsFile(const std::string& state_dir, const std::string& switch_netns);
+
 // Pure: `ip netns exec <netns> <binary> pfc-switch --ports ... --daemon ...` for `sw`, whose
 // egress must be modelled with pfc.
 std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenarios::Switch& sw,

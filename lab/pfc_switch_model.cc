@@ -9,12 +9,8 @@ namespace {
 constexpr int64_t kNsPerMs = 1'000'000;
 }  // namespace
 
-PfcSwitchModel::PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns,
-                               std::optional<PfcWatchdogConfig> watchdog)
-    : ports_(std::move(ports)),
-      state_(ports_.size()),
-      hold_grace_ns_(hold_grace_ns),
-      watchdog_(watchdog) {}
+PfcSwitchModel::PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns)
+    : ports_(std::move(ports)), state_(ports_.size()), hold_grace_ns_(hold_grace_ns) {}
 
 std::optional<size_t> PfcSwitchModel::portOf(int ifindex) const {
   for (size_t i = 0; i < ports_.size(); ++i) {
@@ -35,6 +31,7 @@ std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injector
   std::vector<HoldChange> changes;
   if (port >= ports_.size()) return changes;
   PortState& state = state_[port];
+  const std::optional<PfcWatchdogConfig>& watchdog = ports_[port].watchdog;
   for (int p = 0; p < kPfcPriorityCount; ++p) {
     if (((pause.class_enable >> p) & 1) == 0) continue;
     if (((ports_[port].pfc_enabled >> p) & 1) == 0) {
@@ -44,12 +41,11 @@ std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injector
     ++state.counters.rx_pause[p];
     Queue& queue = state.queues[p];
     queue.last_frame_ns = now_ns;
-    if (queue.storm && watchdog_->action != PfcWatchdogAction::kAlert) {
+    if (queue.storm && watchdog && watchdog->action != PfcWatchdogAction::kAlert) {
       // The watchdog ignores this queue's pause frames; drop keeps the gate discarding until the
       // storm has been quiet for the restoration time.
-      if (watchdog_->action == PfcWatchdogAction::kDrop) {
-        changes.push_back(
-            {port, p, now_ns + watchdog_->restoration_ms * kNsPerMs + hold_grace_ns_});
+      if (watchdog->action == PfcWatchdogAction::kDrop) {
+        changes.push_back({port, p, now_ns + watchdog->restoration_ms * kNsPerMs + hold_grace_ns_});
       }
       continue;
     }
@@ -75,7 +71,8 @@ void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> fram
   if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return;
   PortState& state = state_[port];
   Queue& queue = state.queues[priority];
-  if (queue.storm && watchdog_->action == PfcWatchdogAction::kDrop) {
+  const std::optional<PfcWatchdogConfig>& watchdog = ports_[port].watchdog;
+  if (queue.storm && watchdog && watchdog->action == PfcWatchdogAction::kDrop) {
     ++state.counters.watchdog_dropped_frames[priority];
     return;
   }
@@ -99,13 +96,14 @@ void PfcSwitchModel::dropQueued(PortState& state, int priority) {
 void PfcSwitchModel::watch(size_t port, int p, int64_t now_ns, std::vector<HoldChange>& changes) {
   PortState& state = state_[port];
   Queue& queue = state.queues[p];
-  const int64_t detection = watchdog_->detection_ms * kNsPerMs;
-  const int64_t restoration = watchdog_->restoration_ms * kNsPerMs;
+  const PfcWatchdogConfig& watchdog = *ports_[port].watchdog;
+  const int64_t detection = watchdog.detection_ms * kNsPerMs;
+  const int64_t restoration = watchdog.restoration_ms * kNsPerMs;
   if (!queue.storm && queue.paused && now_ns - queue.watch_from_ns >= detection) {
     queue.storm = true;
     ++state.counters.storms_detected[p];
     state.counters.last_detected_ns[p] = now_ns;
-    switch (watchdog_->action) {
+    switch (watchdog.action) {
       case PfcWatchdogAction::kForward:
         queue.pause_end_ns = now_ns;  // the pause ends below; its frames flow
         break;
@@ -126,8 +124,39 @@ void PfcSwitchModel::watch(size_t port, int p, int64_t now_ns, std::vector<HoldC
     ++state.counters.storms_restored[p];
     state.counters.last_restored_ns[p] = now_ns;
     queue.watch_from_ns = now_ns;  // alert: a pause that goes on is watched afresh
-    if (watchdog_->action == PfcWatchdogAction::kDrop) changes.push_back({port, p, 0});
+    if (watchdog.action == PfcWatchdogAction::kDrop) changes.push_back({port, p, 0});
   }
+}
+
+void PfcSwitchModel::setPfcEnabled(size_t port, uint8_t mask, int64_t now_ns) {
+  if (port >= ports_.size()) return;
+  const uint8_t turned_off = ports_[port].pfc_enabled & static_cast<uint8_t>(~mask);
+  ports_[port].pfc_enabled = mask;
+  for (int p = 0; p < kPfcPriorityCount; ++p) {
+    Queue& queue = state_[port].queues[p];
+    if (((turned_off >> p) & 1) != 0 && queue.paused) queue.pause_end_ns = now_ns;
+  }
+}
+
+void PfcSwitchModel::setWatchdog(size_t port, std::optional<PfcWatchdogConfig> watchdog,
+                                 int64_t now_ns, std::vector<HoldChange>& changes) {
+  if (port >= ports_.size()) return;
+  PortState& state = state_[port];
+  const std::optional<PfcWatchdogConfig>& before = ports_[port].watchdog;
+  for (int p = 0; p < kPfcPriorityCount; ++p) {
+    Queue& queue = state.queues[p];
+    if (queue.storm) {
+      queue.storm = false;
+      ++state.counters.storms_restored[p];
+      state.counters.last_restored_ns[p] = now_ns;
+      // Drop held the gate shut to discard; a pause in progress keeps it shut until its end.
+      if (before && before->action == PfcWatchdogAction::kDrop) {
+        changes.push_back({port, p, queue.paused ? queue.pause_end_ns + hold_grace_ns_ : 0});
+      }
+    }
+    queue.watch_from_ns = now_ns;
+  }
+  ports_[port].watchdog = watchdog;
 }
 
 std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>& changes) {
@@ -136,7 +165,7 @@ std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>
     PortState& state = state_[port];
     for (int p = 0; p < kPfcPriorityCount; ++p) {
       Queue& queue = state.queues[p];
-      if (watchdog_) watch(port, p, now_ns, changes);
+      if (ports_[port].watchdog) watch(port, p, now_ns, changes);
       const bool ended = queue.paused && queue.pause_end_ns <= now_ns;
       if (!ended && (queue.paused || queue.frames.empty())) continue;
       if (ended) {
@@ -181,12 +210,13 @@ std::optional<int64_t> PfcSwitchModel::nextDeadline() const {
   auto consider = [&](int64_t at) {
     if (!next || at < *next) next = at;
   };
-  for (const PortState& state : state_) {
-    for (const Queue& queue : state.queues) {
-      if (watchdog_ && queue.storm) {
-        consider(queue.last_frame_ns + watchdog_->restoration_ms * kNsPerMs);
-      } else if (watchdog_ && queue.paused) {
-        consider(queue.watch_from_ns + watchdog_->detection_ms * kNsPerMs);
+  for (size_t port = 0; port < ports_.size(); ++port) {
+    const std::optional<PfcWatchdogConfig>& watchdog = ports_[port].watchdog;
+    for (const Queue& queue : state_[port].queues) {
+      if (watchdog && queue.storm) {
+        consider(queue.last_frame_ns + watchdog->restoration_ms * kNsPerMs);
+      } else if (watchdog && queue.paused) {
+        consider(queue.watch_from_ns + watchdog->detection_ms * kNsPerMs);
       }
       int64_t at;
       if (queue.paused) {

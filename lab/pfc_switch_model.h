@@ -10,10 +10,10 @@
 //   bytes; a frame that does not fit is dropped and counted (nothing upstream is paused: the model
 //   does not propagate pauses).
 // - When the pause ends, its frames are released, oldest first.
-// - With a watchdog (lab/pfc_watchdog.h): a priority paused for its detection time is in a storm;
-//   drop discards its queued and further frames and ignores its pause frames, forward ignores its
-//   pause frames and lets its frames flow, alert only counts. The storm ends once no pause frame
-//   of that priority arrived for the restoration time.
+// - With a watchdog on the port (injectors/model/pfc_watchdog_config.h): a priority paused for its
+//   detection time is in a storm; drop discards its queued and further frames and ignores its
+//   pause frames, forward ignores its pause frames and lets its frames flow, alert only counts.
+//   The storm ends once no pause frame of that priority arrived for the restoration time.
 // Counters use the names operators read from NICs (mlx5's ethtool -S): rx_prioN_pause (frames
 // received with priority N enabled, XON included) and rx_prioN_pause_duration (microseconds
 // paused). Not thread-safe; time is CLOCK_MONOTONIC nanoseconds passed in.
@@ -26,19 +26,23 @@
 #include <string>
 #include <vector>
 
+#include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/pfc/pfc_frame.h"
-#include "lab/pfc_watchdog.h"
 
 namespace fabric_chaos::lab {
+
+using injectors::PfcWatchdogAction;
+using injectors::PfcWatchdogConfig;
 
 inline constexpr int kPfcPriorityCount = 8;
 
 struct PfcPortSpec {
   std::string name;  // "p1"
   int ifindex = 0;
-  int64_t rate_bps = 0;        // the modelled line rate the pause time is counted at
-  int64_t buffer_bytes = 0;    // per priority: what a paused queue holds
-  uint8_t pfc_enabled = 0xff;  // bit p: the port honours pauses of priority p
+  int64_t rate_bps = 0;                       // the modelled line rate the pause time is counted at
+  int64_t buffer_bytes = 0;                   // per priority: what a paused queue holds
+  uint8_t pfc_enabled = 0xff;                 // bit p: the port honours pauses of priority p
+  std::optional<PfcWatchdogConfig> watchdog;  // none: pauses last as long as they are refreshed
 };
 
 struct PfcPortCounters {
@@ -74,9 +78,8 @@ class PfcSwitchModel {
  public:
   // hold_grace_ns: how long past a pause's end the gate keeps holding, so that the agent sends
   // the held frames before new ones pass them; it is also the most a dead agent holds a port past
-  // the pause.
-  PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns,
-                 std::optional<PfcWatchdogConfig> watchdog = std::nullopt);
+  // the pause. Each port's watchdog is its spec's.
+  PfcSwitchModel(std::vector<PfcPortSpec> ports, int64_t hold_grace_ns);
 
   const std::vector<PfcPortSpec>& ports() const { return ports_; }
   // The port with this ifindex, nullopt when it is not one of ours.
@@ -97,10 +100,17 @@ class PfcSwitchModel {
   // When due() next has work; nullopt when nothing is paused.
   std::optional<int64_t> nextDeadline() const;
 
+  // Reconfiguration while running (a pfc_config or pfc_watchdog fault on the lab switch). A
+  // priority whose PFC goes off ends its pause now (the next due() sends its frames); a watchdog
+  // that changes ends the port's storms (counted as restored; a drop stops discarding), and a
+  // pause in progress is watched afresh from now_ns.
+  void setPfcEnabled(size_t port, uint8_t mask, int64_t now_ns);
+  void setWatchdog(size_t port, std::optional<PfcWatchdogConfig> watchdog, int64_t now_ns,
+                   std::vector<HoldChange>& changes);
+
   bool paused(size_t port, int priority) const;
   // Whether the watchdog holds the priority in a storm.
   bool inStorm(size_t port, int priority) const;
-  const std::optional<PfcWatchdogConfig>& watchdog() const { return watchdog_; }
   // Counters at now_ns (a pause in progress counts up to now).
   PfcPortCounters counters(size_t port, int64_t now_ns) const;
   // Bytes queued on a paused priority.
@@ -131,7 +141,6 @@ class PfcSwitchModel {
   std::vector<PfcPortSpec> ports_;
   std::vector<PortState> state_;
   int64_t hold_grace_ns_;
-  std::optional<PfcWatchdogConfig> watchdog_;
 };
 
 }  // namespace fabric_chaos::lab

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/model/target.h"
 #include "scenarios/model.h"
 
@@ -45,15 +46,9 @@ struct EcnMarking {
   bool operator==(const EcnMarking&) const = default;
 };
 
-// The lab switch's PFC watchdog, with SONiC pfcwd's semantics and defaults (lab/pfc_watchdog.h).
-enum class PfcWatchdogAction { kDrop, kForward, kAlert };
-
-struct PfcWatchdogConfig {
-  PfcWatchdogAction action = PfcWatchdogAction::kDrop;
-  int64_t detection_ms = 200;    // SONiC's default; its CLI allows 100-5000
-  int64_t restoration_ms = 200;  // SONiC's default; its CLI allows 100-60000
-  bool operator==(const PfcWatchdogConfig&) const = default;
-};
+// The lab switch's PFC watchdog (injectors/model/pfc_watchdog_config.h).
+using injectors::PfcWatchdogAction;
+using injectors::PfcWatchdogConfig;
 
 // The switch honours 802.1Qbb PFC (docs/lab.md, "PFC"): each port pauses its egress on the pause
 // frames it receives, through the switch's PFC agent. The lossless class has `priority`. JSON

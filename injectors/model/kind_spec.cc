@@ -9,7 +9,9 @@
 #include "injectors/model/link_flap_spec.h"
 #include "injectors/model/netem_kind_spec.h"
 #include "injectors/model/packet_loss_spec.h"
+#include "injectors/model/pfc_config_spec.h"
 #include "injectors/model/pfc_storm_spec.h"
+#include "injectors/model/pfc_watchdog_spec.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -99,7 +101,8 @@ const ParamSpec* KindSpec::param(std::string_view name) const {
 const std::vector<const KindSpec*>& kindSpecs() {
   static const std::vector<const KindSpec*> specs = [] {
     std::vector<const KindSpec*> all{&hotSpotSpec(),   &incastSpec(),     &linkFlapSpec(),
-                                     &netemKindSpec(), &packetLossSpec(), &pfcStormSpec()};
+                                     &netemKindSpec(), &packetLossSpec(), &pfcConfigSpec(),
+                                     &pfcStormSpec(),  &pfcWatchdogSpec()};
     std::sort(all.begin(), all.end(),
               [](const KindSpec* a, const KindSpec* b) { return a->kind < b->kind; });
     return all;

@@ -1,9 +1,9 @@
-#include "lab/pfc_watchdog.h"
+#include "injectors/model/pfc_watchdog_config.h"
 
 #include <charconv>
 #include <vector>
 
-namespace fabric_chaos::lab {
+namespace fabric_chaos::injectors {
 namespace {
 
 core::Status invalid(const std::string& message) {
@@ -35,6 +35,13 @@ const char* pfcWatchdogActionName(PfcWatchdogAction action) {
   return "drop";
 }
 
+std::optional<PfcWatchdogAction> parsePfcWatchdogAction(const std::string& name) {
+  if (name == "drop") return PfcWatchdogAction::kDrop;
+  if (name == "forward") return PfcWatchdogAction::kForward;
+  if (name == "alert") return PfcWatchdogAction::kAlert;
+  return std::nullopt;
+}
+
 core::Result<PfcWatchdogConfig> parsePfcWatchdog(const std::string& text) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -46,22 +53,20 @@ core::Result<PfcWatchdogConfig> parsePfcWatchdog(const std::string& text) {
   }
   if (parts.size() > 3) return invalid("expected ACTION[:DETECTION_MS[:RESTORATION_MS]]");
   PfcWatchdogConfig config;
-  if (parts[0] == "drop") {
-    config.action = PfcWatchdogAction::kDrop;
-  } else if (parts[0] == "forward") {
-    config.action = PfcWatchdogAction::kForward;
-  } else if (parts[0] == "alert") {
-    config.action = PfcWatchdogAction::kAlert;
-  } else {
+  const auto action = parsePfcWatchdogAction(parts[0]);
+  if (!action) {
     return invalid("the action must be drop, forward or alert, got \"" + parts[0] + "\"");
   }
+  config.action = *action;
   if (parts.size() > 1) {
-    auto detection = milliseconds(parts[1], "the detection time", 100, 5000);
+    auto detection = milliseconds(parts[1], "the detection time", kPfcWatchdogMinDetectionMs,
+                                  kPfcWatchdogMaxDetectionMs);
     if (!detection.isOk()) return detection.status();
     config.detection_ms = *detection;
   }
   if (parts.size() > 2) {
-    auto restoration = milliseconds(parts[2], "the restoration time", 100, 60000);
+    auto restoration = milliseconds(parts[2], "the restoration time", kPfcWatchdogMinRestorationMs,
+                                    kPfcWatchdogMaxRestorationMs);
     if (!restoration.isOk()) return restoration.status();
     config.restoration_ms = *restoration;
   }
@@ -73,4 +78,4 @@ std::string formatPfcWatchdog(const PfcWatchdogConfig& config) {
          std::to_string(config.detection_ms) + ":" + std::to_string(config.restoration_ms);
 }
 
-}  // namespace fabric_chaos::lab
+}  // namespace fabric_chaos::injectors

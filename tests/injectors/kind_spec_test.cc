@@ -16,6 +16,8 @@
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
+#include "injectors/pfc/pfc_config.h"
+#include "injectors/pfc/pfc_watchdog.h"
 #include "injectors/traffic/hot_spot.h"
 #include "injectors/traffic/incast.h"
 
@@ -135,7 +137,7 @@ TEST(KindSpecTest, CapabilitiesJsonCarriesTheWholeDeclaration) {
 // passes its own check, and the kinds are sorted and unique.
 TEST(KindSpecTest, EveryDeclarationIsConsistent) {
   const auto& specs = kindSpecs();
-  ASSERT_EQ(specs.size(), 6u);
+  ASSERT_EQ(specs.size(), 8u);
   for (size_t i = 1; i < specs.size(); ++i) EXPECT_LT(specs[i - 1]->kind, specs[i]->kind);
   for (const KindSpec* declared : specs) {
     const KindSpec& spec = *declared;
@@ -167,8 +169,10 @@ TEST(KindSpecTest, InjectorsServeTheirDeclaration) {
   PacketLoss loss(LossBackend::kNftables, nullptr, nullptr, "test");
   Incast incast(nullptr, nullptr, "");
   HotSpot hot_spot(nullptr, nullptr, nullptr, "");
-  for (const Injector* injector :
-       std::vector<const Injector*>{&flap, &netem, &loss, &incast, &hot_spot}) {
+  PfcConfig pfc_config(nullptr, nullptr);
+  PfcWatchdog pfc_watchdog(nullptr);
+  for (const Injector* injector : std::vector<const Injector*>{
+           &flap, &netem, &loss, &incast, &hot_spot, &pfc_config, &pfc_watchdog}) {
     const KindSpec* declared = findKindSpec(injector->info().kind);
     ASSERT_NE(declared, nullptr) << injector->info().kind;
     EXPECT_EQ(&injector->spec(), declared);

@@ -30,28 +30,24 @@ class RegistryTest : public ::testing::Test {
 
 TEST_F(RegistryTest, ListsEveryKindSorted) {
   auto registry = make();
-  EXPECT_EQ(registry->kinds(), (std::vector<std::string>{"hot_spot", "incast", "link_flap", "netem",
-                                                         "packet_loss", "pfc_storm"}));
-  for (const char* kind :
-       {"hot_spot", "incast", "link_flap", "netem", "packet_loss", "pfc_storm"}) {
-    ASSERT_NE(registry->find(kind), nullptr) << kind;
-  }
-  EXPECT_EQ(registry->find("pfc_config"), nullptr);
+  const std::vector<std::string> kinds{"hot_spot",    "incast",     "link_flap", "netem",
+                                       "packet_loss", "pfc_config", "pfc_storm", "pfc_watchdog"};
+  EXPECT_EQ(registry->kinds(), kinds);
+  for (const std::string& kind : kinds) ASSERT_NE(registry->find(kind), nullptr) << kind;
+  EXPECT_EQ(registry->find("sm_failover"), nullptr);
   auto capabilities = registry->capabilities();
-  ASSERT_EQ(capabilities.size(), 6u);
-  EXPECT_EQ(capabilities[0].kind, "hot_spot");
+  ASSERT_EQ(capabilities.size(), kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ(capabilities[i].kind, kinds[i]);
   EXPECT_FALSE(capabilities[0].available);
   EXPECT_EQ(capabilities[0].reason, "no emitter or forwarding support in this agent");
-  EXPECT_EQ(capabilities[1].kind, "incast");
-  EXPECT_EQ(capabilities[2].kind, "link_flap");
-  EXPECT_EQ(capabilities[3].kind, "netem");
-  EXPECT_EQ(capabilities[4].kind, "packet_loss");
-  EXPECT_EQ(capabilities[5].kind, "pfc_storm");
   // Without emitters (this registry has none) the long-running kinds say why they cannot run.
-  for (size_t i : {1, 5}) {
+  for (size_t i : {1, 6}) {
     EXPECT_FALSE(capabilities[i].available) << capabilities[i].kind;
     EXPECT_EQ(capabilities[i].reason, "no emitter support in this agent");
   }
+  // Nor has it a DCB or lab switch adapter.
+  EXPECT_EQ(capabilities[5].reason, "no DCB or lab switch adapter in this agent");
+  EXPECT_EQ(capabilities[7].reason, "no lab switch adapter in this agent");
   for (const KindInfo& info : capabilities) EXPECT_FALSE(info.description.empty()) << info.kind;
 }
 

@@ -5,6 +5,8 @@
 namespace fabric_chaos::lab {
 namespace {
 
+using injectors::formatPfcWatchdog;
+using injectors::parsePfcWatchdog;
 using injectors::pfcPause;
 using injectors::pfcXon;
 
@@ -13,7 +15,8 @@ constexpr int64_t kGrace = 20 * kMs;
 
 // Two ports at 100 Mbit/s with 3000-byte buffers; p1 honours priority 3 only.
 PfcSwitchModel twoPorts() {
-  return PfcSwitchModel({{"p0", 10, 100'000'000, 3000, 0xff}, {"p1", 11, 100'000'000, 3000, 0x08}},
+  return PfcSwitchModel({{"p0", 10, 100'000'000, 3000, 0xff, std::nullopt},
+                         {"p1", 11, 100'000'000, 3000, 0x08, std::nullopt}},
                         kGrace);
 }
 
@@ -128,8 +131,8 @@ TEST(PfcSwitchModel, APauseInProgressCountsUpToNow) {
 
 // The watchdog, as SONiC's pfcwd: 200 ms detection, 200 ms restoration by default.
 PfcSwitchModel watched(PfcWatchdogAction action) {
-  return PfcSwitchModel({{"p0", 10, 100'000'000, 100'000, 0xff}}, kGrace,
-                        PfcWatchdogConfig{action, 200, 300});
+  return PfcSwitchModel(
+      {{"p0", 10, 100'000'000, 100'000, 0xff, PfcWatchdogConfig{action, 200, 300}}}, kGrace);
 }
 
 // A storm: a frame of 65535 quanta (335.5 ms) every 100 ms from `from` for `length`.
@@ -216,6 +219,61 @@ TEST(PfcWatchdog, AlertOnlyCountsAndShortPausesNeverTripIt) {
   EXPECT_TRUE(model.inStorm(0, 3));
   EXPECT_TRUE(model.paused(0, 3)) << "alert leaves the pause alone";
   EXPECT_EQ(model.counters(0, 600 * kMs).storms_detected[3], 1u);
+}
+
+TEST(PfcWatchdog, StartedDuringAPauseWatchesItFromThenAndOnlyOnThatPort) {
+  PfcSwitchModel model = twoPorts();
+  storm(model, 0, 300 * kMs, nullptr);  // port 0, frames at 0, 100, 200 ms
+  std::vector<HoldChange> changes;
+  model.setWatchdog(0, PfcWatchdogConfig{PfcWatchdogAction::kDrop, 200, 300}, 250 * kMs, changes);
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(model.nextDeadline(), 450 * kMs) << "detection counts from the watchdog's start";
+  model.onHeld(0, 3, frame(100, 1));
+  model.due(449 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+  model.due(450 * kMs, changes);
+  EXPECT_TRUE(model.inStorm(0, 3));
+  EXPECT_EQ(model.counters(0, 450 * kMs).watchdog_dropped_frames[3], 1u);
+  // Port 1 has no watchdog: its pause lasts.
+  model.onPauseFrame(1, pfcPause(0x08, 65535), 450 * kMs);
+  model.due(700 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(1, 3));
+  EXPECT_TRUE(model.paused(1, 3));
+}
+
+TEST(PfcWatchdog, StoppingItEndsTheStormAndTheDropGateOpens) {
+  PfcSwitchModel model = watched(PfcWatchdogAction::kDrop);
+  storm(model, 0, 300 * kMs, nullptr);
+  std::vector<HoldChange> changes;
+  model.due(200 * kMs, changes);
+  ASSERT_TRUE(model.inStorm(0, 3));
+  changes.clear();
+  model.setWatchdog(0, std::nullopt, 250 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].until_ns, 0);
+  EXPECT_EQ(model.counters(0, 250 * kMs).storms_restored[3], 1u);
+  // Without a watchdog the next frame pauses again, and no storm is declared.
+  model.onPauseFrame(0, pfcPause(0x08, 65535), 300 * kMs);
+  EXPECT_TRUE(model.paused(0, 3));
+  model.due(600 * kMs, changes);
+  EXPECT_FALSE(model.inStorm(0, 3));
+}
+
+TEST(PfcSwitchModel, TurningPfcOffEndsThePauseAndLaterFramesAreIgnored) {
+  PfcSwitchModel model = twoPorts();
+  model.onPauseFrame(0, pfcPause(0x08, 65535), 0);
+  model.onHeld(0, 3, frame(100, 1));
+  model.setPfcEnabled(0, 0xf7, 10 * kMs);  // priority 3 off
+  std::vector<HoldChange> changes;
+  const auto releases = model.due(10 * kMs, changes);
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_FALSE(model.paused(0, 3));
+  EXPECT_TRUE(model.onPauseFrame(0, pfcPause(0x08, 65535), 20 * kMs).empty());
+  EXPECT_EQ(model.counters(0, 20 * kMs).rx_pause_ignored[3], 1u);
+  EXPECT_EQ(model.ports()[0].pfc_enabled, 0xf7);
+  model.setPfcEnabled(0, 0xff, 30 * kMs);
+  EXPECT_FALSE(model.onPauseFrame(0, pfcPause(0x08, 65535), 40 * kMs).empty());
 }
 
 TEST(PfcWatchdog, ReleaseAllEmptiesEveryQueue) {

@@ -145,6 +145,9 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("hot-spot-uplink"));
   EXPECT_TRUE(names.count("pfc-storm"));
   EXPECT_TRUE(names.count("pfc-storm-intermittent"));
+  EXPECT_TRUE(names.count("pfc-storm-watchdog-drop"));
+  EXPECT_TRUE(names.count("pfc-storm-watchdog-forward"));
+  EXPECT_TRUE(names.count("pfc-disabled-on-host"));
 }
 
 TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {
@@ -159,6 +162,37 @@ TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {
     ASSERT_EQ(plan->size(), 1u);
     EXPECT_EQ(injectors::describe((*plan)[0].target.target), "fcl-h1/eth0");
   }
+}
+
+// The watchdog is set on h1's switch port before the storm starts and taken away after it ends.
+TEST(LibraryTest, WatchdogScenariosWrapTheStormInTheWatchdogOfH1sSwitchPort) {
+  for (const char* action : {"drop", "forward"}) {
+    const Scenario s = load(std::string("pfc-storm-watchdog-") + action + ".json");
+    ASSERT_EQ(s.steps.size(), 2u);
+    EXPECT_EQ(s.workload.dscp, 26);
+    EXPECT_EQ(s.steps[0].kind, "pfc_watchdog");
+    EXPECT_EQ(s.steps[0].params.at("action"), action);
+    EXPECT_EQ(s.steps[1].kind, "pfc_storm");
+    EXPECT_LT(s.steps[0].at_ms, s.steps[1].at_ms);
+    EXPECT_GT(s.steps[0].at_ms + s.steps[0].duration_ms, s.steps[1].at_ms + s.steps[1].duration_ms);
+    auto plan = planFaults(s, netnsLab());
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_EQ(plan->size(), 2u);
+    std::set<std::string> targets;
+    for (const auto& planned : *plan) targets.insert(injectors::describe(planned.target.target));
+    EXPECT_EQ(targets, (std::set<std::string>{"fcl-sw0/p1", "fcl-h1/eth0"}));
+  }
+}
+
+TEST(LibraryTest, PfcDisabledOnHostTakesPfcOffH1sSwitchPortWhileH1PausesAndDrops) {
+  const Scenario s = load("pfc-disabled-on-host.json");
+  ASSERT_EQ(s.steps.size(), 3u);
+  EXPECT_EQ(s.steps[0].kind, "pfc_config");
+  EXPECT_EQ(s.steps[0].params.at("disable"), nlohmann::json::array({3}));
+  EXPECT_EQ(s.steps[1].kind, "pfc_storm");
+  EXPECT_EQ(s.steps[2].kind, "packet_loss");
+  auto plan = planFaults(s, netnsLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
 }
 
 TEST(LibraryTest, HotSpotUplinkSteersElephantsFromH2ToH5OverOneOfL0sUplinks) {
