@@ -53,10 +53,11 @@ Switch port model (either kind and topology; without it ports run as fast as the
                      mark ECT packets CE on every port (a BPF virtual-queue marker): none below
                      KMIN bytes of class backlog, rising to PMAX at KMAX, all above; e.g.
                      20k,80k,0.2. See docs/lab.md, "ECN marking".
-  --pfc              namespace lab: every switch port honours 802.1Qbb PFC pause frames for the
-                     lossless class: a port that receives one stops sending that priority for the
-                     pause time at --link-rate, holding its frames, and sends them when the pause
-                     ends. A PFC agent runs in each switch namespace. See docs/lab.md, "PFC".
+  --pfc              every switch port honours 802.1Qbb PFC pause frames for the lossless class:
+                     a port that receives one stops sending that priority for the pause time at
+                     --link-rate, holding its frames, and sends them when the pause ends. A PFC
+                     agent runs in each switch namespace; the VM lab's guests then segment to
+                     their MTU themselves (no TSO towards the taps). See docs/lab.md, "PFC".
   --pfc-priority P   the 802.1p priority of the lossless class (0-7, default 3)
   --pfc-watchdog ACTION[:DETECT_MS[:RESTORE_MS]]
                      a PFC watchdog on every port, as SONiC's pfcwd: a priority paused for
@@ -113,7 +114,8 @@ std::string absolute(const std::string& path) {
 std::string defaultGuestInit(const std::string& binary) {
   namespace fs = std::filesystem;
   const std::vector<fs::path> candidates = {
-      fs::path(FC_DEFAULT_WEB_ROOT).parent_path() / "deploy/vm/guest-init.sh",
+      // FC_DEFAULT_WEB_ROOT is <source>/web/dist.
+      fs::path(FC_DEFAULT_WEB_ROOT).parent_path().parent_path() / "deploy/vm/guest-init.sh",
       fs::path(binary).parent_path().parent_path().parent_path() / "deploy/vm/guest-init.sh",
       "/usr/share/fabric-chaos/vm/guest-init.sh"};
   for (const auto& c : candidates) {
@@ -185,14 +187,6 @@ int vmLabMain(const Flags& flags, const std::string& action) {
     }
   }
   lab::VmLabOptions options;
-  if (flags.has("pfc")) {
-    // Its guests hand the taps segmentation-offloaded frames of up to 64 KB, which the PFC gate
-    // (up to 1536-byte frames) cannot hold and send back.
-    std::fprintf(stderr,
-                 "fabric-chaos lab: --pfc is for the namespace lab (--kind netns) for now; the VM "
-                 "lab's switch does not honour PFC yet\n");
-    return 2;
-  }
   if (auto egress = egressFromFlags(flags); !egress.isOk()) {
     std::fprintf(stderr, "fabric-chaos lab: %s\n", egress.status().message().c_str());
     return 2;

@@ -23,6 +23,7 @@
 #include "injectors/sys/netns.h"
 #include "lab/ecn_model.h"
 #include "lab/lab_common.h"
+#include "lab/pfc_agent.h"
 #include "lab/port_model.h"
 
 namespace fabric_chaos::lab {
@@ -236,6 +237,18 @@ std::string kernelCommandLine(const VmLabOptions& options, int index) {
   return line;
 }
 
+namespace {
+
+// With PFC, the switch's gate holds frames of up to 1536 bytes and sends them back after the
+// pause. A guest whose data NIC offers TSO hands its tap segments of up to 64 KB, which the gate
+// would have to drop: without host_tso*/host_ufo/gso the guest segments to its MTU itself.
+std::string dataNicOffloads(const VmLabOptions& options) {
+  if (!options.egress || !options.egress->pfc) return "";
+  return ",gso=off,host_tso4=off,host_tso6=off,host_ufo=off";
+}
+
+}  // namespace
+
 std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
   const std::string i = std::to_string(index);
   const std::string name = qemuName(options, index);
@@ -277,7 +290,8 @@ std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
       "-netdev",
       "tap,id=data,ifname=" + tapName(options, index) + ",script=no,downscript=no",
       "-device",
-      "virtio-net-pci,netdev=data,mac=" + macAddress("52:54:00:fc:00", index) + ",addr=0x3",
+      "virtio-net-pci,netdev=data,mac=" + macAddress("52:54:00:fc:00", index) + ",addr=0x3" +
+          dataNicOffloads(options),
       "-netdev",
       "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:" +
           std::to_string(options.base_agent_port + index) +
@@ -675,6 +689,14 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
         progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
       }
     }
+    if (options_.egress && options_.egress->pfc) {
+      const scenarios::Switch& sw_model = fabric.switches.front();
+      FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw_model, options_.state_dir));
+      progress("PFC on every switch port: the lossless class is priority " +
+               std::to_string(options_.egress->pfc->priority) +
+               "; a port pauses it on the 802.1Qbb frames it receives (counters in " +
+               pfcStatsFile(options_.state_dir, sw_model.netns) + ")");
+    }
     return writeFabric(fabric);
   };
   if (Status s = build(); !s.isOk()) {
@@ -729,6 +751,10 @@ Status VmLab::down(const Progress& progress) {
       for (const auto& tap : ownTaps(links->out, own)) {
         (void)runner_.run({"tc", "-n", switchNs(options_), "qdisc", "del", "dev", tap, "clsact"});
       }
+    }
+    // The PFC agent, if any, runs inside the switch's namespace and would keep it alive.
+    if (Status s = stopProcessesInNetns(runner_, switchNs(options_), progress); !s.isOk()) {
+      first_error = s;
     }
     progress("removing namespace " + switchNs(options_));
     // Deleting the namespace destroys the bridge and any tap still in it.

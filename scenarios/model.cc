@@ -125,10 +125,6 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
   int64_t dscp = out.dscp;
   FC_RETURN_IF_ERROR(readInt(obj, path, "dscp", 0, 63, dscp));
   out.dscp = static_cast<int>(dscp);
-  if (out.dscp != 0 && out.transport == "verbs") {
-    return invalid(child(path, "dscp"),
-                   "is for the TCP ring; the verbs ring does not set its traffic class yet");
-  }
   return Status::ok();
 }
 

@@ -229,6 +229,7 @@ Result<std::unique_ptr<Transport>> listenTransport(const RankOptions& options,
     verbs.next_addr = options.next_addr;
     verbs.next_port = options.next_port;
     verbs.peer_timeout_ms = options.peer_timeout_ms;
+    verbs.dscp = options.dscp;
     // One ring step is one message: the largest chunk (the first) fits one slot.
     const auto count = static_cast<size_t>(options.message_bytes / 4);
     verbs.slot_bytes = ringChunk(count, options.world, 0).count * sizeof(float);
@@ -282,9 +283,6 @@ std::string rankUsage() {
 Status validateRankOptions(const RankOptions& o) {
   if (o.transport != "tcp" && o.transport != "verbs") {
     return invalid("--transport must be tcp or verbs, got " + o.transport);
-  }
-  if (o.dscp != 0 && o.transport == "verbs") {
-    return invalid("--dscp is for the TCP ring; the verbs ring does not set its traffic class yet");
   }
   if (o.world < 1 || o.world > kMaxWorld) {
     return invalid("--world must be between 1 and " + std::to_string(kMaxWorld));

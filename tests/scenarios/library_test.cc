@@ -148,6 +148,7 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("pfc-storm-watchdog-drop"));
   EXPECT_TRUE(names.count("pfc-storm-watchdog-forward"));
   EXPECT_TRUE(names.count("pfc-disabled-on-host"));
+  EXPECT_TRUE(names.count("pfc-storm-roce"));
 }
 
 TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {
@@ -182,6 +183,17 @@ TEST(LibraryTest, WatchdogScenariosWrapTheStormInTheWatchdogOfH1sSwitchPort) {
     for (const auto& planned : *plan) targets.insert(injectors::describe(planned.target.target));
     EXPECT_EQ(targets, (std::set<std::string>{"fcl-sw0/p1", "fcl-h1/eth0"}));
   }
+}
+
+TEST(LibraryTest, PfcStormRocePutsTheVerbsRingInTheLosslessClassOnTheVmLab) {
+  const Scenario s = load("pfc-storm-roce.json");
+  EXPECT_EQ(s.fabric, "vm-lab");
+  EXPECT_EQ(s.workload.transport, "verbs");
+  EXPECT_EQ(s.workload.dscp, 26);
+  auto plan = planFaults(s, vmLab());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].kind, "pfc_storm");
 }
 
 TEST(LibraryTest, PfcDisabledOnHostTakesPfcOffH1sSwitchPortWhileH1PausesAndDrops) {

@@ -90,13 +90,6 @@ std::vector<ObserverRun> observerRuns(ConsoleWatcher& console) {
   return runs;
 }
 
-// `text` as one word for sh, expanded by nobody: the guest's shell must see $(hostname).
-std::string shellQuoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

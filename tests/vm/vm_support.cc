@@ -148,4 +148,10 @@ std::string guestPanicLine(const std::string& state_dir, const std::string& vm) 
   return oops + (rxe.empty() ? "" : " ... " + rxe);
 }
 
+std::string shellQuoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace fabric_chaos::testing

@@ -75,4 +75,8 @@ std::string panickedGuest(const std::string& state_dir, const std::vector<std::s
 // The Oops line and the first rxe frame of a guest's panic, for messages.
 std::string guestPanicLine(const std::string& state_dir, const std::string& vm);
 
+// `text` as one word for sh, expanded by nobody (an --agent-command whose $(hostname) the guest's
+// shell must see).
+std::string shellQuoted(const std::string& text);
+
 }  // namespace fabric_chaos::testing

@@ -564,10 +564,15 @@ Result<uint32_t> VerbsRing::form(uint32_t epoch, int64_t deadline_ns) {
       out->name = to_next;
       out->started_ns = now;
       out->state = VerbsConn::State::kResolvingAddr;
+      uint8_t tos = static_cast<uint8_t>(options_.dscp << 2);
       if (rdma_create_id(channel_, &out->id, nullptr, RDMA_PS_TCP) != 0) {
         const int err = errno;
         out->id = nullptr;
         fail_out(std::string("rdma_create_id: ") + std::strerror(err), now);
+      } else if (options_.dscp != 0 && rdma_set_option(out->id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+                                                       &tos, sizeof(tos)) != 0) {
+        // Taken by the route resolved next, as the traffic class of every packet it sends.
+        fail_out(std::string("rdma_set_option TOS: ") + std::strerror(errno), now);
       } else if (rdma_resolve_addr(out->id, nullptr, reinterpret_cast<sockaddr*>(&next_addr->addr),
                                    kResolveTimeoutMs) != 0) {
         fail_out(std::string("rdma_resolve_addr: ") + std::strerror(errno), now);

@@ -48,6 +48,9 @@ struct VerbsRingOptions {
   std::string next_addr = "127.0.0.1";
   int next_port = 0;
   int64_t peer_timeout_ms = 10000;
+  // IPv4 DSCP of the outgoing connection's packets: RoCEv2 carries the QP's traffic class
+  // (dscp << 2) in the IP header, so a lossless class can be classified and paused by it.
+  int dscp = 0;
   // Largest payload of one SEND; a longer sendRecv is split into segments of this size. The rank
   // passes its largest ring chunk so that one step is one message.
   size_t slot_bytes = 256 * 1024;
