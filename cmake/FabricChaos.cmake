@@ -1,9 +1,12 @@
+include(${CMAKE_CURRENT_LIST_DIR}/Precompiled.cmake)
+
 # fc_add_library(NAME SOURCES ... DEPS ...): one static library per module, include root = repo root.
 function(fc_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  fc_use_pch(${name} lib)
 endfunction()
 
 # fc_add_test(NAME SOURCES ... DEPS ... LABEL unit|privileged|vm|ibsim|browser [TIMEOUT s])
@@ -17,6 +20,7 @@ function(fc_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock fc_gtest_main)
+  fc_use_pch(${name} test)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS ${ARG_LABEL}
     ENVIRONMENT "FC_BINARY=$<TARGET_FILE:fabric-chaos>;FC_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
