@@ -5,7 +5,8 @@
 # and the crashes. Exit status: 0 = no crash, 1 = a target crashed (its log tail and the crashing
 # input, kept under the work directory, are printed), 2 = missing tools or build failure.
 # Needs the Debian packages clang-14 and libclang-rt-14-dev (deploy/install-deps.sh).
-# --build-only stops after the build (deploy/test.sh builds while other tiers run).
+# --build-only stops after the build. --prebuilt skips configuring and building: FC_FUZZ_BUILD_DIR
+# already holds the targets (deploy/test.sh builds them with the unit tier, in one clang tree).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,9 @@ seconds=${FC_FUZZ_SECONDS:-60}
 build=${FC_FUZZ_BUILD_DIR:-build-fuzz}
 targets=(fuzz_scenario fuzz_topology fuzz_api)
 build_only=0
+prebuilt=0
 [ "${1:-}" = "--build-only" ] && build_only=1
+[ "${1:-}" = "--prebuilt" ] && prebuilt=1
 
 for tool in clang-14 clang++-14 cmake; do
   if ! command -v "$tool" >/dev/null 2>&1; then
@@ -22,23 +25,32 @@ for tool in clang-14 clang++-14 cmake; do
   fi
 done
 
-launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-echo "fuzz.sh: configuring $build (clang-14, FC_FUZZ=ON)"
-source deploy/configure.sh
-if ! CC=clang-14 CXX=clang++-14 fc_configure "$build" -DFC_FUZZ=ON -DFC_BUILD_TESTS=OFF \
-    -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" "${launcher[@]}" >"$build.configure.log" 2>&1; then
-  cat "$build.configure.log" >&2
-  echo "fuzz.sh: configuring $build failed" >&2
-  exit 2
-fi
-rm -f "$build.configure.log"
-echo "fuzz.sh: building ${targets[*]}"
-if ! cmake --build "$build" -j"${FC_FUZZ_JOBS:-2}" --target "${targets[@]}"; then
-  echo "fuzz.sh: building the fuzz targets failed" >&2
-  exit 2
+if [ "$prebuilt" -eq 1 ]; then
+  for target in "${targets[@]}"; do
+    if [ ! -x "$build/fuzz/$target" ]; then
+      echo "fuzz.sh: --prebuilt, but $build/fuzz/$target was not built" >&2
+      exit 2
+    fi
+  done
+else
+  launcher=()
+  if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  echo "fuzz.sh: configuring $build (clang-14, FC_FUZZ=ON)"
+  source deploy/configure.sh
+  if ! CC=clang-14 CXX=clang++-14 fc_configure "$build" -DFC_FUZZ=ON -DFC_BUILD_TESTS=OFF \
+      -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" "${launcher[@]}" >"$build.configure.log" 2>&1; then
+    cat "$build.configure.log" >&2
+    echo "fuzz.sh: configuring $build failed" >&2
+    exit 2
+  fi
+  rm -f "$build.configure.log"
+  echo "fuzz.sh: building ${targets[*]}"
+  if ! cmake --build "$build" -j"${FC_FUZZ_JOBS:-2}" --target "${targets[@]}"; then
+    echo "fuzz.sh: building the fuzz targets failed" >&2
+    exit 2
+  fi
 fi
 [ "$build_only" -eq 1 ] && exit 0
 

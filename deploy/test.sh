@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds warnings-as-errors and runs the whole suite: the unit tier
-# under AddressSanitizer + UBSan, then the privileged (namespaces), vm (qemu lab) and browser
-# tiers, then each libFuzzer target for a bounded time.
+# under AddressSanitizer + UBSan (clang, in the tree that also builds the libFuzzer targets), then
+# the privileged (namespaces), vm (qemu lab) and browser tiers (gcc), then each libFuzzer target
+# for a bounded time.
 # In CI (CI=true; .ci/run sets it) a tier whose prerequisite is missing fails instead of skipping,
 # and any skipped test fails its executable (tests/support/ci_skip_policy.h, ci_no_skip.sh). The
 # vm tier includes the privileged tests run again inside a Debian 6.12 guest, which has sch_netem
@@ -29,34 +30,28 @@ tier_targets() {
   (cd "$build" && ctest -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p') | grep -Fxf <(echo "$known") || true
 }
 
-stage "build: unit tier under ASan + UBSan (-Werror)"
-# -g1: line tables (what sanitizer reports and backtraces need) at a fraction of full debug
-# info's compile and link time.
+stage "build: unit tier and libFuzzer targets, one clang tree under ASan + UBSan (-Werror)"
+# One tree serves both: every library compiled once by clang-14 with ASan, UBSan and libFuzzer's
+# coverage instrumentation (fuzz/flags.cmake); the unit tests and this binary link the sanitizer
+# runtime, the fuzz targets the fuzzer's main as well. Two separate trees (gcc for the unit tier,
+# clang for fuzzing) compiled the project twice. -g1: line tables (what sanitizer reports and
+# backtraces need) at a fraction of full debug info's compile and link time.
 debug_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1)
-fc_configure build-asan "${debug_flags[@]}" -DFC_WERROR=ON -DFC_SANITIZE=ON >/dev/null
+if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-14' build-asan/CMakeCache.txt; then
+  rm -rf build-asan  # made by another compiler: CMake cannot switch in place
+fi
+CC=clang-14 CXX=clang++-14 fc_configure build-asan "${debug_flags[@]}" -DFC_WERROR=ON -DFC_FUZZ=ON \
+  >/dev/null
 # fabric-chaos too: process-level unit tests start the real binary.
-cmake --build build-asan -j"$jobs" --target fabric-chaos $(tier_targets build-asan -L unit)
+cmake --build build-asan -j"$jobs" --target fabric-chaos fuzz_scenario fuzz_topology fuzz_api \
+  $(tier_targets build-asan -L unit)
 
 status=0
-# The fuzz targets (clang) build at the lowest CPU priority while the unit tier runs: unit tests
-# hold no timed assertions, so sharing the CPU only slows them. Never during the privileged or vm
-# tiers: a TCG guest or a timed workload starved by a compiler fails its run (seen in CI: the vm
-# end-to-end runs ended with null bandwidth steps while the fuzz build ran beside them).
-stage "build: libFuzzer targets (clang, nice 19, in the background; log in artifacts/)"
-nice -n 19 bash deploy/fuzz.sh --build-only >"$artifacts/fuzz-build.log" 2>&1 &
-fuzz_build=$!
-
 stage "unit tier under ASan + UBSan"
 # Side by side: unit tests hold no timed assertions and use their own temporary paths, and a slow
 # disk (one CI run's ASan binaries took 11 s of wall time for 0.04 s of CPU) costs less in pairs.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L unit -j"$jobs" --output-on-failure --output-junit "$artifacts/unit-asan.xml") || status=1
-
-stage "waiting for the fuzz build"
-if ! wait "$fuzz_build"; then
-  cat "$artifacts/fuzz-build.log"
-  status=1
-fi
 
 stage "build: privileged, vm and browser tiers (Debug, -Werror)"
 # The unit tier ran above under the sanitizers; here the binaries that drive real namespaces,
@@ -80,6 +75,6 @@ stage "vm tier (soak is left to bench-style runs: ctest -L soak)"
   --output-junit "$artifacts/tiers-vm.xml") || status=1
 
 stage "libFuzzer targets (clang), ${FC_FUZZ_SECONDS:-60} s each, side by side"
-bash deploy/fuzz.sh || status=1
+FC_FUZZ_BUILD_DIR=build-asan bash deploy/fuzz.sh --prebuilt || status=1
 stage "done (status $status)"
 exit $status

@@ -327,7 +327,10 @@ Status setupConn(VerbsConn& c, uint32_t slots, size_t slot_bytes, bool sender,
   c.buf = static_cast<uint8_t*>(std::aligned_alloc(4096, rounded));
   if (c.buf == nullptr) return core::errnoStatus(ENOMEM, c.name + ": buffer");
   std::memset(c.buf, 0, rounded);
-  c.mr = ibv_reg_mr(c.pd, c.buf, bytes, IBV_ACCESS_LOCAL_WRITE);
+  // An int, not the enumerator: verbs.h's ibv_reg_mr macro ORs it with another enum type, which
+  // C++20 deprecates (clang's -Wdeprecated-enum-enum-conversion).
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
+  c.mr = ibv_reg_mr(c.pd, c.buf, bytes, kAccess);
   if (c.mr == nullptr) return core::errnoStatus(errno, c.name + ": ibv_reg_mr");
 
   ibv_qp_init_attr attr{};
