@@ -98,7 +98,7 @@ fi
 declare -A kGuestSeconds=(
   [run_cli_test]=125 [fault_stack_e2e_test]=94 [guardian_test]=85 [sys_adapters_test]=64
   [raw_packets_test]=47 [crash_recovery_test]=25 [stop_condition_test]=23 [loss_rate_test]=23
-  [allowlist_test]=19 [e2e_run_test]=19 [lab_test]=12 [fabric_agents_e2e_test]=4)
+  [allowlist_test]=19 [e2e_run_test]=19 [lab_test]=12 [fabric_agents_e2e_test]=4 [dcb_test]=1)
 [ "$guests" -ge 1 ] 2>/dev/null || { echo "privileged_in_guest: --guests must be >= 1" >&2; exit 2; }
 [ "$guests" -gt $# ] && guests=$#
 weighted=()
