@@ -40,7 +40,8 @@ else
   echo "fuzz.sh: configuring $build (clang-14, FC_FUZZ=ON)"
   source deploy/configure.sh
   if ! CC=clang-14 CXX=clang++-14 fc_configure "$build" -DFC_FUZZ=ON -DFC_BUILD_TESTS=OFF \
-      -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" "${launcher[@]}" >"$build.configure.log" 2>&1; then
+      -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" "${launcher[@]}" \
+      >"$build.configure.log" 2>&1; then
     cat "$build.configure.log" >&2
     echo "fuzz.sh: configuring $build failed" >&2
     exit 2

@@ -37,7 +37,8 @@ stage "build: unit tier and libFuzzer targets, one clang tree under ASan + UBSan
 # clang for fuzzing) compiled the project twice. -g1: line tables (what sanitizer reports and
 # backtraces need) at a fraction of full debug info's compile and link time.
 debug_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1)
-if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-14' build-asan/CMakeCache.txt; then
+asan_cache=build-asan/CMakeCache.txt
+if [ -f "$asan_cache" ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-14' "$asan_cache"; then
   rm -rf build-asan  # made by another compiler: CMake cannot switch in place
 fi
 CC=clang-14 CXX=clang++-14 fc_configure build-asan "${debug_flags[@]}" -DFC_WERROR=ON -DFC_FUZZ=ON \
