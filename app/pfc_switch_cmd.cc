@@ -69,13 +69,10 @@ class Agent {
   Agent(lab::PfcSwitchModel& model, sys::PfcGate& gate) : model_(model), gate_(gate) {}
 
   void onPauseFrame(size_t port, const injectors::PfcPause& pause) {
-    for (const lab::HoldChange& change : model_.onPauseFrame(port, pause, monotonicNs())) {
-      report(
-          gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
-    }
+    apply(model_.onPauseFrame(port, pause, monotonicNs()));
   }
 
-  // Gate changes the model asked for outside a pause frame (a new watchdog setting).
+  // The gate changes the model asked for: a pause frame's, a settled pause's, a new setting's.
   void apply(const std::vector<lab::HoldChange>& changes) {
     for (const lab::HoldChange& change : changes) {
       report(
@@ -92,10 +89,7 @@ class Agent {
       std::vector<lab::Release> releases = model_.due(monotonicNs(), opened);
       if (releases.empty() && opened.empty()) return;
       send(releases);
-      for (const lab::HoldChange& change : opened) {
-        report(
-            gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
-      }
+      apply(opened);
     }
   }
 
@@ -152,19 +146,9 @@ class Agent {
 void reloadSettings(const std::string& path, lab::PfcSwitchModel& model, Agent& agent,
                     PfcSettingsStatus& status) {
   ++status.reads;
-  auto text = core::readWholeFile(path);
-  if (!text.isOk()) {
-    status.error = text.status().message();
-    return;
-  }
-  const auto doc = nlohmann::json::parse(*text, nullptr, false);
-  if (doc.is_discarded()) {
-    status.error = path + ": not JSON";
-    return;
-  }
-  auto settings = injectors::pfcSwitchSettingsFromJson(doc);
+  auto settings = injectors::readPfcSwitchSettings(path);
   if (!settings.isOk()) {
-    status.error = path + ": " + settings.status().message();
+    status.error = settings.status().message();
     return;
   }
   std::vector<std::pair<size_t, injectors::PfcPortSettings>> updates;

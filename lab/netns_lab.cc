@@ -228,13 +228,8 @@ Status NetnsLab::ensurePfcAgents(const scenarios::Fabric& fabric, const Progress
     if (*running) continue;
     FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw, options_.state_dir));
   }
-  std::string dscp;
-  for (int d : options_.egress->lossless_dscp)
-    dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
-  progress("PFC on every switch port: the lossless class (DSCP " + dscp + ") is priority " +
-           std::to_string(options_.egress->pfc->priority) +
-           "; a port pauses it on the 802.1Qbb frames it receives (counters in " +
-           pfcStatsFile(options_.state_dir, fabric.switches.front().netns) + ")");
+  progress(describePfc(*options_.egress,
+                       pfcStatsFile(options_.state_dir, fabric.switches.front().netns)));
   return Status::ok();
 }
 

@@ -22,13 +22,27 @@ std::string pfcSettingsFile(const std::string& state_dir, const std::string& swi
   return (std::filesystem::path(state_dir) / "pfc" / (switch_netns + ".settings.json")).string();
 }
 
+namespace {
+
+std::string losslessDscpList(const scenarios::EgressModel& egress) {
+  std::string dscp;
+  for (int d : egress.lossless_dscp) dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
+  return dscp;
+}
+
+}  // namespace
+
+std::string describePfc(const scenarios::EgressModel& egress, const std::string& stats_file) {
+  return "PFC on every switch port: the lossless class (DSCP " + losslessDscpList(egress) +
+         ") is priority " + std::to_string(egress.pfc->priority) +
+         "; a port pauses it on the 802.1Qbb frames it receives (counters in " + stats_file + ")";
+}
+
 std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenarios::Switch& sw,
                                          const std::string& state_dir) {
   const scenarios::EgressModel& egress = *sw.egress;
   std::string ports;
   for (const std::string& port : sw.ports) ports += (ports.empty() ? "" : ",") + port;
-  std::string dscp;
-  for (int d : egress.lossless_dscp) dscp += (dscp.empty() ? "" : ",") + std::to_string(d);
   std::vector<std::string> argv = {
       "ip",
       "netns",
@@ -43,7 +57,7 @@ std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenar
       "--buffer-bytes",
       std::to_string(egress.buffer_bytes),
       "--lossless-dscp",
-      dscp,
+      losslessDscpList(egress),
       "--lossless-priority",
       std::to_string(egress.pfc->priority),
       "--stats",

@@ -23,6 +23,10 @@ std::string pfcStatsFile(const std::string& state_dir, const std::string& switch
 // (injectors/sys/pfc_switch_control.h).
 std::string pfcSettingsFile(const std::string& state_dir, const std::string& switch_netns);
 
+// What `lab up` says of a switch whose egress honours PFC: the lossless class, its priority, and
+// where the counters are.
+std::string describePfc(const scenarios::EgressModel& egress, const std::string& stats_file);
+
 // Pure: `ip netns exec <netns> <binary> pfc-switch --ports ... --daemon ...` for `sw`, whose
 // egress must be modelled with pfc.
 std::vector<std::string> pfcAgentCommand(const std::string& binary, const scenarios::Switch& sw,

@@ -93,6 +93,12 @@ void PfcSwitchModel::dropQueued(PortState& state, int priority) {
   queue.bytes = 0;
 }
 
+void PfcSwitchModel::endStorm(PortState& state, int priority, int64_t now_ns) {
+  state.queues[priority].storm = false;
+  ++state.counters.storms_restored[priority];
+  state.counters.last_restored_ns[priority] = now_ns;
+}
+
 void PfcSwitchModel::watch(size_t port, int p, int64_t now_ns, std::vector<HoldChange>& changes) {
   PortState& state = state_[port];
   Queue& queue = state.queues[p];
@@ -120,9 +126,7 @@ void PfcSwitchModel::watch(size_t port, int p, int64_t now_ns, std::vector<HoldC
     return;
   }
   if (queue.storm && now_ns - queue.last_frame_ns >= restoration) {
-    queue.storm = false;
-    ++state.counters.storms_restored[p];
-    state.counters.last_restored_ns[p] = now_ns;
+    endStorm(state, p, now_ns);
     queue.watch_from_ns = now_ns;  // alert: a pause that goes on is watched afresh
     if (watchdog.action == PfcWatchdogAction::kDrop) changes.push_back({port, p, 0});
   }
@@ -146,9 +150,7 @@ void PfcSwitchModel::setWatchdog(size_t port, std::optional<PfcWatchdogConfig> w
   for (int p = 0; p < kPfcPriorityCount; ++p) {
     Queue& queue = state.queues[p];
     if (queue.storm) {
-      queue.storm = false;
-      ++state.counters.storms_restored[p];
-      state.counters.last_restored_ns[p] = now_ns;
+      endStorm(state, p, now_ns);
       // Drop held the gate shut to discard; a pause in progress keeps it shut until its end.
       if (before && before->action == PfcWatchdogAction::kDrop) {
         changes.push_back({port, p, queue.paused ? queue.pause_end_ns + hold_grace_ns_ : 0});
@@ -174,14 +176,7 @@ std::vector<Release> PfcSwitchModel::due(int64_t now_ns, std::vector<HoldChange>
             static_cast<uint64_t>(queue.pause_end_ns - queue.paused_since_ns) / 1000;
         changes.push_back({port, p, 0});
       }
-      if (queue.frames.empty()) continue;
-      Release release{port, p, {}};
-      release.frames.assign(std::make_move_iterator(queue.frames.begin()),
-                            std::make_move_iterator(queue.frames.end()));
-      state.counters.released_frames[p] += release.frames.size();
-      queue.frames.clear();
-      queue.bytes = 0;
-      releases.push_back(std::move(release));
+      if (!queue.frames.empty()) releases.push_back(takeQueue(port, p));
     }
   }
   return releases;
@@ -191,18 +186,22 @@ std::vector<Release> PfcSwitchModel::releaseAll() {
   std::vector<Release> releases;
   for (size_t port = 0; port < ports_.size(); ++port) {
     for (int p = 0; p < kPfcPriorityCount; ++p) {
-      Queue& queue = state_[port].queues[p];
-      if (queue.frames.empty()) continue;
-      Release release{port, p, {}};
-      release.frames.assign(std::make_move_iterator(queue.frames.begin()),
-                            std::make_move_iterator(queue.frames.end()));
-      state_[port].counters.released_frames[p] += release.frames.size();
-      queue.frames.clear();
-      queue.bytes = 0;
-      releases.push_back(std::move(release));
+      if (!state_[port].queues[p].frames.empty()) releases.push_back(takeQueue(port, p));
     }
   }
   return releases;
+}
+
+Release PfcSwitchModel::takeQueue(size_t port, int priority) {
+  PortState& state = state_[port];
+  Queue& queue = state.queues[priority];
+  Release release{port, priority, {}};
+  release.frames.assign(std::make_move_iterator(queue.frames.begin()),
+                        std::make_move_iterator(queue.frames.end()));
+  state.counters.released_frames[priority] += release.frames.size();
+  queue.frames.clear();
+  queue.bytes = 0;
+  return release;
 }
 
 std::optional<int64_t> PfcSwitchModel::nextDeadline() const {

@@ -137,6 +137,9 @@ class PfcSwitchModel {
 
   void watch(size_t port, int priority, int64_t now_ns, std::vector<HoldChange>& changes);
   void dropQueued(PortState& state, int priority);
+  void endStorm(PortState& state, int priority, int64_t now_ns);  // counted as restored
+  // The queue's frames, oldest first, counted as released; the queue left empty.
+  Release takeQueue(size_t port, int priority);
 
   std::vector<PfcPortSpec> ports_;
   std::vector<PortState> state_;

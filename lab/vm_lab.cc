@@ -692,10 +692,7 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
     if (options_.egress && options_.egress->pfc) {
       const scenarios::Switch& sw_model = fabric.switches.front();
       FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw_model, options_.state_dir));
-      progress("PFC on every switch port: the lossless class is priority " +
-               std::to_string(options_.egress->pfc->priority) +
-               "; a port pauses it on the 802.1Qbb frames it receives (counters in " +
-               pfcStatsFile(options_.state_dir, sw_model.netns) + ")");
+      progress(describePfc(*options_.egress, pfcStatsFile(options_.state_dir, sw_model.netns)));
     }
     return writeFabric(fabric);
   };

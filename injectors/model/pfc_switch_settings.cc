@@ -1,5 +1,7 @@
 #include "injectors/model/pfc_switch_settings.h"
 
+#include "core/file_replace.h"
+
 namespace fabric_chaos::injectors {
 namespace {
 
@@ -54,6 +56,16 @@ core::Result<PfcSwitchSettings> pfcSwitchSettingsFromJson(const nlohmann::json& 
     if (!port.isOk()) return invalid("ports." + name, port.status().message());
     settings.ports[name] = *port;
   }
+  return settings;
+}
+
+core::Result<PfcSwitchSettings> readPfcSwitchSettings(const std::string& path) {
+  auto text = core::readWholeFile(path);
+  if (!text.isOk()) return text.status();
+  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) return invalid(path, "not JSON");
+  auto settings = pfcSwitchSettingsFromJson(doc);
+  if (!settings.isOk()) return invalid(path, settings.status().message());
   return settings;
 }
 

@@ -38,4 +38,8 @@ nlohmann::json toJson(const PfcSwitchSettings& settings);
 core::Result<PfcPortSettings> pfcPortSettingsFromJson(const nlohmann::json& doc);
 core::Result<PfcSwitchSettings> pfcSwitchSettingsFromJson(const nlohmann::json& doc);
 
+// The settings file at `path`, read and checked: what the agent reads on SIGHUP and what a writer
+// changes. Errors name the file.
+core::Result<PfcSwitchSettings> readPfcSwitchSettings(const std::string& path);
+
 }  // namespace fabric_chaos::injectors

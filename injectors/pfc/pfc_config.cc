@@ -51,10 +51,11 @@ Status PfcConfig::validate(const json& params) const {
 core::Result<json> PfcConfig::capture(const Fault& fault) {
   auto target = checkTarget(fault);
   if (!target.isOk()) return target.status();
-  if (switches_ != nullptr && switches_->controls(target->netns, target->ifname)) {
-    auto settings = switches_->read(target->netns, target->ifname);
-    if (!settings.isOk()) return settings.status().withContext("pfc_config capture");
-    return json{{"backend", kLabSwitch}, {"pfc_enabled", settings->pfc_enabled}};
+  // A port of a running lab switch agent; anything else goes to DCB.
+  if (switches_ != nullptr) {
+    if (auto settings = switches_->read(target->netns, target->ifname); settings.isOk()) {
+      return json{{"backend", kLabSwitch}, {"pfc_enabled", settings->pfc_enabled}};
+    }
   }
   if (dcb_ == nullptr) {
     return Status(StatusCode::kNotSupported, "pfc_config: " + describe(fault) +

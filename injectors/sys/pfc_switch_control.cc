@@ -24,7 +24,6 @@ namespace {
 using core::Status;
 using core::StatusCode;
 using injectors::PfcPortSettings;
-using injectors::PfcSwitchSettings;
 
 struct AgentProcess {
   pid_t pid = 0;
@@ -99,26 +98,14 @@ core::Result<nlohmann::json> readJson(const std::string& path) {
   return doc;
 }
 
-core::Result<PfcSwitchSettings> readSettings(const std::string& path) {
-  auto doc = readJson(path);
-  if (!doc.isOk()) return doc.status();
-  auto settings = injectors::pfcSwitchSettingsFromJson(*doc);
-  if (!settings.isOk()) return settings.status().withContext(path);
-  return settings;
-}
-
 class ProcessPfcSwitchControl : public PfcSwitchControl {
  public:
   explicit ProcessPfcSwitchControl(int ack_timeout_ms) : ack_timeout_ms_(ack_timeout_ms) {}
 
-  bool controls(const std::string& netns, const std::string& port) override {
-    return read(netns, port).isOk();
-  }
-
   core::Result<PfcPortSettings> read(const std::string& netns, const std::string& port) override {
     auto agent = findAgent(netns);
     if (!agent.isOk()) return agent.status();
-    auto settings = readSettings(agent->settings_path);
+    auto settings = injectors::readPfcSwitchSettings(agent->settings_path);
     if (!settings.isOk()) return settings.status();
     auto it = settings->ports.find(port);
     if (it == settings->ports.end()) return noSuchPort(netns, port);
@@ -145,7 +132,7 @@ class ProcessPfcSwitchControl : public PfcSwitchControl {
     core::UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (lock.get() < 0) return core::errnoStatus(errno, "cannot open " + lock_path);
     if (::flock(lock.get(), LOCK_EX) != 0) return core::errnoStatus(errno, "flock " + lock_path);
-    auto settings = readSettings(agent->settings_path);
+    auto settings = injectors::readPfcSwitchSettings(agent->settings_path);
     if (!settings.isOk()) return settings.status();
     auto it = settings->ports.find(port);
     if (it == settings->ports.end()) return noSuchPort(netns, port);

@@ -20,8 +20,6 @@ namespace fabric_chaos::sys {
 class PfcSwitchControl {
  public:
   virtual ~PfcSwitchControl() = default;
-  // Whether a PFC agent runs in `netns` and has a port named `port`.
-  virtual bool controls(const std::string& netns, const std::string& port) = 0;
   // The settings in force on `port` of the agent running in `netns`. kNotFound when no PFC agent
   // runs there or it has no such port.
   virtual core::Result<injectors::PfcPortSettings> read(const std::string& netns,

@@ -15,9 +15,6 @@ namespace fabric_chaos::fakes {
 
 class FakePfcSwitches : public sys::PfcSwitchControl {
  public:
-  bool controls(const std::string& netns, const std::string& port) override {
-    return ports.count(key(netns, port)) != 0;
-  }
   core::Result<injectors::PfcPortSettings> read(const std::string& netns,
                                                 const std::string& port) override {
     auto it = ports.find(key(netns, port));

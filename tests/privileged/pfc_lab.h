@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -117,6 +119,13 @@ class PfcHonouringLab : public LabFixture {
   // again at every frame, as SONiC's does.
   std::string steadyStorm() {
     return emit("--quanta 65535 --continuous --link-mbps 1000 --xon-on-stop");
+  }
+  // 500 pings (2.5 s) with a steady 1.5 s storm from h1 starting 400 ms in, ended by its XON.
+  void pingThroughSteadyStorm() {
+    startPings(500);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    runShell("ip netns exec fcl-h1 timeout -s TERM 1.5 " + steadyStorm() + " >/dev/null 2>&1");
+    waitForPings();
   }
   // Exactly one frame of `quanta` from h1: the emitter prints its first stats line right after
   // its first frame, and is killed then, long before its 10 s period would send another.

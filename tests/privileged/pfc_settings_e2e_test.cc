@@ -93,10 +93,7 @@ TEST_F(PfcSettingsLab, APfcWatchdogSetForAStepActsOnlyWhileItIsInForce) {
   EXPECT_EQ(agentCounters("p1").value("watchdog", ""), "forward:200:200");
 
   // In force: a 1.5 s storm holds the lossless class for the detection time only.
-  startPings(500);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  runShell("ip netns exec fcl-h1 timeout -s TERM 1.5 " + steadyStorm() + " >/dev/null 2>&1");
-  waitForPings();
+  ASSERT_NO_FATAL_FAILURE(pingThroughSteadyStorm());
   const auto watched = replies(dir_ + "/ping-lossless");
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the restoration time
   const json during = agentCounters("p1");
@@ -104,10 +101,7 @@ TEST_F(PfcSettingsLab, APfcWatchdogSetForAStepActsOnlyWhileItIsInForce) {
   // Reverted: the same storm holds the class for all of it.
   ASSERT_TRUE(watchdog.revert(fault, *prior).isOk());
   EXPECT_TRUE(agentCounters("p1")["watchdog"].is_null());
-  startPings(500);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  runShell("ip netns exec fcl-h1 timeout -s TERM 1.5 " + steadyStorm() + " >/dev/null 2>&1");
-  waitForPings();
+  ASSERT_NO_FATAL_FAILURE(pingThroughSteadyStorm());
   const auto unwatched = replies(dir_ + "/ping-lossless");
   const json after = agentCounters("p1");
   std::cout << "pfc_watchdog forward for a step: DSCP-26 ping max " << maxRtt(watched)

@@ -252,10 +252,7 @@ class PfcWatchdogDrop : public PfcHonouringLab {
 TEST_F(PfcWatchdogForward, DetectsTheStormAfterItsDetectionTimeAndLetsTheClassFlow) {
   const int64_t echos_before = icmpCounter("fcl-h0", "OutEchos");
   const int64_t replies_before = icmpCounter("fcl-h0", "InEchoReps");
-  startPings(500);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  runShell("ip netns exec fcl-h1 timeout -s TERM 1.5 " + steadyStorm() + " >/dev/null 2>&1");
-  ASSERT_NO_FATAL_FAILURE(waitForPings());
+  ASSERT_NO_FATAL_FAILURE(pingThroughSteadyStorm());
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the restoration time
   const auto lossless = replies(dir_ + "/ping-lossless");
   const auto delayed =
@@ -280,10 +277,7 @@ TEST_F(PfcWatchdogForward, DetectsTheStormAfterItsDetectionTimeAndLetsTheClassFl
 TEST_F(PfcWatchdogDrop, DropsTheClassDuringTheStormAndRestoresItAfterwards) {
   const int64_t echos_before = icmpCounter("fcl-h0", "OutEchos");
   const int64_t replies_before = icmpCounter("fcl-h0", "InEchoReps");
-  startPings(500);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  runShell("ip netns exec fcl-h1 timeout -s TERM 1.5 " + steadyStorm() + " >/dev/null 2>&1");
-  ASSERT_NO_FATAL_FAILURE(waitForPings());
+  ASSERT_NO_FATAL_FAILURE(pingThroughSteadyStorm());
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   const auto lossless = replies(dir_ + "/ping-lossless");
   const auto best_effort = replies(dir_ + "/ping-best-effort");
