@@ -124,9 +124,10 @@ void property(std::ostream& xml, const std::string& indent, const std::string& n
 
 void stepProperties(std::ostream& xml, const std::string& indent, const std::string& prefix,
                     const json& step) {
-  for (const char* key : {"fault_start_ms", "fault_end_ms", "baseline_busbw_gbps",
-                          "worst_busbw_gbps", "retained", "time_to_detect_ms", "time_to_recover_ms",
-                          "longest_stall_ms", "survived", "recovered", "score"}) {
+  for (const char* key :
+       {"fault_start_ms", "fault_end_ms", "baseline_busbw_gbps", "worst_busbw_gbps", "retained",
+        "time_to_detect_ms", "time_to_recover_ms", "longest_stall_ms", "time_to_first_progress_ms",
+        "survived", "recovered", "score"}) {
     if (step.contains(key)) property(xml, indent, prefix + key, number(step[key]));
   }
 }

@@ -97,7 +97,11 @@ const char* describe(TelemetrySourceType type) {
 const char* describe(TrafficRole role) { return role == TrafficRole::kSink ? "sink" : "source"; }
 
 bool isGaugeMetric(const std::string& metric) {
-  return metric == "backlog_bytes" || metric == "flows_connected";
+  return metric == "backlog_bytes" || metric == "flows_connected" || isInstantMetric(metric);
+}
+
+bool isInstantMetric(const std::string& metric) {
+  return metric == "pfcwd_detected_at_us" || metric == "pfcwd_restored_at_us";
 }
 
 }  // namespace fabric_chaos::core

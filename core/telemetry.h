@@ -49,8 +49,15 @@ std::optional<TelemetrySource> parseTelemetrySource(const std::string& name);
 const char* describe(TelemetrySourceType type);
 const char* describe(TrafficRole role);
 
-// Gauges are read as they are (a queue's backlog, a generator's connected flows); every other
-// metric is a counter that only grows while its source lives.
+// Gauges are read as they are (a queue's backlog, a generator's connected flows, an instant);
+// every other metric is a counter that only grows while its source lives.
 bool isGaugeMetric(const std::string& metric);
+
+// Instants: when something last happened, stored in run-relative microseconds (the samples'
+// clock), such as when a PFC watchdog last detected a storm. A reader returns them as
+// CLOCK_MONOTONIC nanoseconds, 0 for never; the run's sampler converts them to its clock and keeps
+// no point for never (scenarios/engine/telemetry_sampler.h). Precise where the 100 ms readings
+// are not: the event's own time, not the reading's.
+bool isInstantMetric(const std::string& metric);
 
 }  // namespace fabric_chaos::core

@@ -108,6 +108,9 @@ std::vector<core::TelemetryPoint> pfcTelemetryPoints(const scenarios::Switch& sw
     add("pfc_paused_us", "rx_" + prio + "_pause_duration");
     add("pfcwd_storms", "pfcwd_" + prio + "_storm_detected");
     add("pfcwd_dropped_frames", "pfcwd_" + prio + "_dropped_frames");
+    // CLOCK_MONOTONIC nanoseconds, 0 for never: the run's sampler puts them on its clock.
+    add("pfcwd_detected_at_us", "pfcwd_" + prio + "_last_detected_ns");
+    add("pfcwd_restored_at_us", "pfcwd_" + prio + "_last_restored_ns");
   }
   return points;
 }

@@ -8,7 +8,9 @@
 // (queued now) and, on marking ports, ecn_marked (counter). On a switch that honours PFC, the
 // lossless queue also has its PFC agent's counters (lab/pfc_agent.h's stats file): pfc_rx_pause
 // (pause frames received for the lossless priority), pfc_paused_us (time paused) and, with a
-// watchdog, pfcwd_storms and pfcwd_dropped_frames.
+// watchdog, pfcwd_storms and pfcwd_dropped_frames (counters) and the instants of its last
+// detection and restoration, pfcwd_detected_at_us and pfcwd_restored_at_us (core/telemetry.h:
+// read as CLOCK_MONOTONIC nanoseconds).
 
 #include <memory>
 #include <nlohmann/json.hpp>

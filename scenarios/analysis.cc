@@ -172,6 +172,13 @@ StepMetrics analyzeStep(const std::vector<Iteration>& its, const Baseline& basel
     m.retained = std::clamp(progress / expected, 0.0, 1.0);
   }
 
+  for (const Iteration& it : its) {
+    if (it.end > fs && it.end <= r_end &&
+        (!m.time_to_first_progress_ms || it.end - fs < *m.time_to_first_progress_ms)) {
+      m.time_to_first_progress_ms = it.end - fs;
+    }
+  }
+
   // Longest stall: the widest gap between completions, the fault start and the end of the
   // observed span acting as completions.
   if (s_end > fs) {
@@ -480,6 +487,7 @@ nlohmann::json toJson(const StepMetrics& metrics) {
       {"time_to_detect_ms", optional(metrics.time_to_detect_ms)},
       {"time_to_recover_ms", optional(metrics.time_to_recover_ms)},
       {"longest_stall_ms", metrics.longest_stall_ms},
+      {"time_to_first_progress_ms", optional(metrics.time_to_first_progress_ms)},
       {"baseline_iteration_ms", toJson(metrics.baseline_iteration)},
       {"fault_iteration_ms", toJson(metrics.fault_iteration)},
       {"p99_slowdown", optional(metrics.p99_slowdown)},

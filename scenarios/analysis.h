@@ -52,8 +52,12 @@ struct StepMetrics {
   std::optional<double> time_to_detect_ms;   // fault start -> first iteration overdue
   std::optional<double> time_to_recover_ms;  // fault end -> start of K good iterations
   double longest_stall_ms = 0;               // longest span without a completed iteration
-  IterationTimes baseline_iteration;         // the baseline window's
-  IterationTimes fault_iteration;            // iterations in force during the fault (any overlap)
+  // fault start -> the end of the first iteration completed after it (inside the observed span):
+  // how long the job went without progress once the fault hit. Beside a PFC watchdog's detection
+  // (paused_queues), what its action gave the workload back and when.
+  std::optional<double> time_to_first_progress_ms;
+  IterationTimes baseline_iteration;  // the baseline window's
+  IterationTimes fault_iteration;     // iterations in force during the fault (any overlap)
   // fault p99 / baseline p99; nullopt when no iteration overlapped the fault or none was in the
   // baseline.
   std::optional<double> p99_slowdown;

@@ -1,7 +1,9 @@
 #include "scenarios/congestion.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace fabric_chaos::scenarios {
@@ -46,6 +48,40 @@ bool isSwitchQueue(const std::string& source) {
   return type && type->type == core::TelemetrySourceType::kSwitchQueue;
 }
 
+// Every distinct instant of `metric` that `source`'s readings show, in run ms, ascending. An
+// instant is the event's own time, so readings of any time count (a restoration after the window
+// is read after it).
+std::set<double> instantsOf(const std::vector<core::TelemetryPoint>& points,
+                            const std::string& source, const char* metric) {
+  std::set<double> out;
+  for (const core::TelemetryPoint& p : points) {
+    if (p.source == source && p.metric == metric) out.insert(static_cast<double>(p.value) / 1000);
+  }
+  return out;
+}
+
+void attachWatchdogTimes(PausedQueue& queue, const std::vector<core::TelemetryPoint>& points,
+                         double start_ms, double end_ms) {
+  const std::set<double> detected = instantsOf(points, queue.source, "pfcwd_detected_at_us");
+  auto first = detected.lower_bound(start_ms);
+  if (first == detected.end() || *first > end_ms) return;
+  queue.watchdog_detected_after_ms = *first - start_ms;
+  const double last = *std::prev(detected.upper_bound(end_ms));
+  const std::set<double> restored = instantsOf(points, queue.source, "pfcwd_restored_at_us");
+  auto ended = restored.lower_bound(last);
+  if (ended == restored.end() || *ended < end_ms) return;
+  // A detection between the window's end and that restoration is a later storm's: its
+  // restoration is not this one's.
+  if (detected.upper_bound(end_ms) != detected.end() && *detected.upper_bound(end_ms) < *ended) {
+    return;
+  }
+  queue.watchdog_restored_after_ms = *ended - end_ms;
+}
+
+nlohmann::json optionalMs(const std::optional<double>& ms) {
+  return ms ? nlohmann::json(*ms) : nlohmann::json(nullptr);
+}
+
 }  // namespace
 
 std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& points,
@@ -59,9 +95,15 @@ std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& p
       auto it = metrics.find(metric);
       return it == metrics.end() ? 0 : difference(it->second);
     };
-    PausedQueue q{source, static_cast<double>(grew("pfc_paused_us")) / 1000.0, grew("pfc_rx_pause"),
-                  grew("pfcwd_storms"), grew("pfcwd_dropped_frames")};
-    if (q.paused_ms > 0 || q.pause_frames > 0) out.push_back(std::move(q));
+    PausedQueue q;
+    q.source = source;
+    q.paused_ms = static_cast<double>(grew("pfc_paused_us")) / 1000.0;
+    q.pause_frames = grew("pfc_rx_pause");
+    q.watchdog_storms = grew("pfcwd_storms");
+    q.watchdog_dropped_frames = grew("pfcwd_dropped_frames");
+    if (q.paused_ms == 0 && q.pause_frames == 0) continue;
+    attachWatchdogTimes(q, points, start_ms, end_ms);
+    out.push_back(std::move(q));
   }
   std::stable_sort(out.begin(), out.end(), [](const PausedQueue& a, const PausedQueue& b) {
     return a.paused_ms > b.paused_ms;
@@ -74,7 +116,9 @@ nlohmann::json toJson(const PausedQueue& queue) {
           {"paused_ms", queue.paused_ms},
           {"pause_frames", queue.pause_frames},
           {"watchdog_storms", queue.watchdog_storms},
-          {"watchdog_dropped_frames", queue.watchdog_dropped_frames}};
+          {"watchdog_dropped_frames", queue.watchdog_dropped_frames},
+          {"watchdog_detected_after_ms", optionalMs(queue.watchdog_detected_after_ms)},
+          {"watchdog_restored_after_ms", optionalMs(queue.watchdog_restored_after_ms)}};
 }
 
 std::optional<QueueCongestion> hottestQueue(const std::vector<core::TelemetryPoint>& points,

@@ -41,6 +41,13 @@ struct PausedQueue {
   int64_t pause_frames = 0;
   int64_t watchdog_storms = 0;          // storms its PFC watchdog detected
   int64_t watchdog_dropped_frames = 0;  // frames the watchdog's drop action discarded
+  // From the watchdog's own instants (pfcwd_detected_at_us, pfcwd_restored_at_us), not from the
+  // readings' times. Detected: the window's start to its first detection inside the window.
+  // Restored: the window's end to the restoration of the last storm detected inside it, when that
+  // storm outlived the window (the watchdog still acting on the class after the fault ended);
+  // nullopt when it ended inside the window, or no reading shows it ending.
+  std::optional<double> watchdog_detected_after_ms;
+  std::optional<double> watchdog_restored_after_ms;
 };
 
 // Every switch queue whose paused time or pause frames grew in [start_ms, end_ms] (counters as
@@ -48,7 +55,8 @@ struct PausedQueue {
 std::vector<PausedQueue> pausedQueues(const std::vector<core::TelemetryPoint>& points,
                                       double start_ms, double end_ms);
 
-// {"source", "paused_ms", "pause_frames", "watchdog_storms", "watchdog_dropped_frames"}
+// {"source", "paused_ms", "pause_frames", "watchdog_storms", "watchdog_dropped_frames",
+//  "watchdog_detected_after_ms", "watchdog_restored_after_ms"} (the last two null when unknown)
 nlohmann::json toJson(const PausedQueue& queue);
 
 // What the aggressors of a traffic fault (incast) got, from its observation taken before the

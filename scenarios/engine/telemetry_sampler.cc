@@ -19,6 +19,21 @@ std::vector<Host> rdmaTelemetryHosts(const Fabric& fabric) {
   return out;
 }
 
+std::vector<core::TelemetryPoint> onRunClock(std::vector<core::TelemetryPoint> points, double t_ms,
+                                             int64_t origin_ns) {
+  std::vector<core::TelemetryPoint> out;
+  out.reserve(points.size());
+  for (core::TelemetryPoint& p : points) {
+    p.t_ms = t_ms;
+    if (core::isInstantMetric(p.metric)) {
+      if (p.value <= 0) continue;  // never happened
+      p.value = (p.value - origin_ns) / 1000;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 TelemetrySampler::TelemetrySampler(TelemetrySamplerDeps deps, const Fabric& fabric)
     : deps_(std::move(deps)) {
   if (deps_.source == nullptr) return;
@@ -87,8 +102,7 @@ void TelemetrySampler::sampleOnce() {
     const double t_ms = runMs();
     noteHealth("switch " + sw.name, {{"switch", sw.name}}, points.status());
     if (!points.isOk()) continue;
-    for (core::TelemetryPoint& p : *points) p.t_ms = t_ms;
-    keep(std::move(points.value()));
+    keep(onRunClock(std::move(points.value()), t_ms, deps_.origin_ns));
   }
 }
 

@@ -8,9 +8,10 @@
 //   2 a second, not 10. The counters are cumulative: nothing is lost between readings.
 // The switches are read on one thread, each RDMA host on a thread of its own, so that a slow guest
 // leaves a gap in its own series only. Points are stamped with the run clock and stored in batches
-// of about a second (Store::appendTelemetry). A source that cannot be read is reported once
-// (telemetry_error) and tried again every period; an RDMA host whose agent reports no RDMA port
-// is not asked again. stop() stores what is left.
+// of about a second (Store::appendTelemetry); instants (core/telemetry.h) move to the run's clock
+// (onRunClock), which must therefore be CLOCK_MONOTONIC, as core::SteadyClock is. A source that
+// cannot be read is reported once (telemetry_error) and tried again every period; an RDMA host
+// whose agent reports no RDMA port is not asked again. stop() stores what is left.
 
 #include <condition_variable>
 #include <cstdint>
@@ -40,6 +41,12 @@ struct RdmaTelemetryHost {
 // host of the embedded agent only when it is the controller's own initial namespace. Lab hosts
 // that are namespaces of this machine share its /sys, so their counters would be the machine's.
 std::vector<Host> rdmaTelemetryHosts(const Fabric& fabric);
+
+// One switch reading on the run's clock (pure): every point stamped t_ms, and instants
+// (core::isInstantMetric), read as CLOCK_MONOTONIC nanoseconds, made run-relative microseconds
+// from origin_ns on the same clock; an instant read as 0 (never) is left out.
+std::vector<core::TelemetryPoint> onRunClock(std::vector<core::TelemetryPoint> points, double t_ms,
+                                             int64_t origin_ns);
 
 struct TelemetrySamplerDeps {
   store::Store* store = nullptr;

@@ -251,7 +251,24 @@ async function checkPureHelpers() {
   assert.equal(cells.fmtHottestQueue(null), '–');
   assert.equal(cells.fmtCount(1234567), '1\u00a0234\u00a0567');
   assert.equal(cells.fmtCount(999), '999');
-  return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, ${classCases.length} source types, ` +
+  // The PFC cell: the most paused queue, its watchdog against the job's first progress.
+  const lossless = (extra) => ({ source: 'sw0/p1/lossless', paused_ms: 2987.4, pause_frames: 4211, watchdog_storms: 0,
+    watchdog_dropped_frames: 0, watchdog_detected_after_ms: null, watchdog_restored_after_ms: null, ...extra });
+  const pausedCases = [
+    [{ paused_queues: [] }, '–'],
+    [{}, '–'],
+    [{ paused_queues: [lossless({})], time_to_first_progress_ms: 3105 },
+      'sw0/p1/lossless: paused 2\u00a0987 ms, 4\u00a0211 frames'],
+    [{ paused_queues: [lossless({ watchdog_storms: 1, watchdog_dropped_frames: 37, watchdog_detected_after_ms: 201.2,
+      watchdog_restored_after_ms: 203.4 }), lossless({ source: 'sw0/p2/lossless' })], time_to_first_progress_ms: 215.4 },
+    'sw0/p1/lossless: paused 2\u00a0987 ms, 4\u00a0211 frames; watchdog +201 ms (job moved +215 ms), restored 203 ms ' +
+      'after the fault, 37 dropped (+1 more queue)'],
+    [{ paused_queues: [lossless({ watchdog_detected_after_ms: 199.6 })], time_to_first_progress_ms: null },
+      'sw0/p1/lossless: paused 2\u00a0987 ms, 4\u00a0211 frames; watchdog +200 ms'],
+  ];
+  for (const [s, want] of pausedCases) assert.equal(cells.fmtPausedQueues(s), want, JSON.stringify(s));
+  return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, ${pausedCases.length} PFC cell cases, ` +
+    `${classCases.length} source types, ` +
     `${goodputCases.length} goodput cases, ${troubleCases.length} trouble-counter names, ${counterCases.length} default ` +
     'RDMA counter cases, merge/align/default-queue checks';
 }
@@ -1011,8 +1028,11 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal((await page.textContent(tid('step-p99'))).trim(), p99Want);
     assert.equal(st.hottest_queue, null, 'a hottest queue on a fabric without telemetry');
     assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(), '–');
+    assert.deepEqual(st.paused_queues, [], 'paused queues on a fabric without PFC');
+    assert.equal((await page.textContent(tid('step-paused-queues'))).trim(), '–');
     const headers = await page.locator(`${tid('steps-table')} th`).allTextContents();
-    assert.ok(headers.includes('p99 iteration (base → fault)') && headers.includes('hottest queue'), `headers: ${headers}`);
+    assert.ok(headers.includes('p99 iteration (base → fault)') && headers.includes('hottest queue') &&
+      headers.includes('paused (PFC)'), `headers: ${headers}`);
 
     // Seed telemetry as a modelled fabric's sampler would have stored it, and the analysis's
     // hottest queue as attachCongestion would have found it (its drops: 800 a tick in the fault).
@@ -1026,6 +1046,11 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
       peak_backlog_bytes: 130048 };
     sqlite(`UPDATE runs SET result = json_set(result, '$.analysis.steps[0].hottest_queue', json(${sqlText(JSON.stringify(hottest))})) ` +
       `WHERE id = ${ctx.runUi}`);
+    // And a PFC storm's paused queue, as attachObservations would have found it with a watchdog.
+    const pausedQueue = { source: 'sw0/p1/lossless', paused_ms: 1203.5, pause_frames: 96, watchdog_storms: 1,
+      watchdog_dropped_frames: 0, watchdog_detected_after_ms: 200.8, watchdog_restored_after_ms: 201.9 };
+    sqlite(`UPDATE runs SET result = json_set(result, '$.analysis.steps[0].paused_queues', json(${sqlText(JSON.stringify([pausedQueue]))}), ` +
+      `'$.analysis.steps[0].time_to_first_progress_ms', 212.3) WHERE id = ${ctx.runUi}`);
     const telemetry = await api('GET', `/v1/runs/${ctx.runUi}/telemetry`);
     assert.equal(telemetry.series.length, 3 * 5, 'three queues, five metrics');
     console.log(`# seeded ${seeded.rows} telemetry rows for run ${ctx.runUi}, ${from}-${to} ms, hot ${faultStart}-${faultEnd} ms`);
@@ -1040,6 +1065,8 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal(await page.locator(`${tid('host-telemetry')} canvas`).count(), 0);
     assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(),
       'sw0/p1/best_effort: 12\u00a0522 drops, 0 marks, peak 127 KiB');
+    assert.equal((await page.textContent(tid('step-paused-queues'))).trim(),
+      'sw0/p1/lossless: paused 1\u00a0204 ms, 96 frames; watchdog +201 ms (job moved +212 ms), restored 202 ms after the fault');
     // Every queue listed, the hottest ticked by default.
     const queues = page.locator(tid('telemetry-queue'));
     assert.deepEqual(await queues.evaluateAll((ls) => ls.map((l) => l.dataset.source)), seeded.sources);

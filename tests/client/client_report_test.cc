@@ -34,6 +34,7 @@ json step(int index, double recover_ms, double retained) {
           {"time_to_detect_ms", 12.5},
           {"time_to_recover_ms", recover_ms},
           {"longest_stall_ms", 1400.0},
+          {"time_to_first_progress_ms", 1390.0},
           {"survived", true},
           {"recovered", true},
           {"score", 80.0}};
@@ -133,6 +134,7 @@ TEST(Junit, PassingRunHasNoFailureAndCarriesTheMetrics) {
   EXPECT_EQ(cases[0]->property("gate.min_score"), "passed: score 80.0 >= 0.0");
   EXPECT_EQ(cases[0]->property("step.0.time_to_recover_ms"), "150");
   EXPECT_EQ(cases[0]->property("step.0.retained"), "0.4");
+  EXPECT_EQ(cases[0]->property("step.0.time_to_first_progress_ms"), "1390");
   EXPECT_EQ(cases[1]->attr("name"), "short-flap/step-0");
   EXPECT_EQ(cases[1]->attr("time"), "1.500");
   EXPECT_EQ(cases[1]->property("time_to_detect_ms"), "12.5");

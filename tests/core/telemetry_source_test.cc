@@ -43,13 +43,24 @@ TEST(TelemetrySourceTest, TypesAndRolesHaveTheApiWords) {
   EXPECT_STREQ(describe(TrafficRole::kSource), "source");
 }
 
-TEST(TelemetrySourceTest, OnlyBacklogAndConnectedFlowsAreGauges) {
+TEST(TelemetrySourceTest, OnlyBacklogConnectedFlowsAndInstantsAreGauges) {
   EXPECT_TRUE(isGaugeMetric("backlog_bytes"));
   EXPECT_TRUE(isGaugeMetric("flows_connected"));
-  for (const char* counter : {"tx_bytes", "drops", "ecn_marked", "sent_bytes", "received_bytes",
-                              "rcvd_pkts", "np_cnp_sent", "out_of_seq_request"}) {
+  EXPECT_TRUE(isGaugeMetric("pfcwd_detected_at_us"));
+  EXPECT_TRUE(isGaugeMetric("pfcwd_restored_at_us"));
+  for (const char* counter :
+       {"tx_bytes", "drops", "ecn_marked", "sent_bytes", "received_bytes", "rcvd_pkts",
+        "np_cnp_sent", "out_of_seq_request", "pfc_rx_pause", "pfc_paused_us", "pfcwd_storms"}) {
     EXPECT_FALSE(isGaugeMetric(counter)) << counter;
+    EXPECT_FALSE(isInstantMetric(counter)) << counter;
   }
+}
+
+TEST(TelemetrySourceTest, OnlyTheWatchdogsDetectionAndRestorationAreInstants) {
+  EXPECT_TRUE(isInstantMetric("pfcwd_detected_at_us"));
+  EXPECT_TRUE(isInstantMetric("pfcwd_restored_at_us"));
+  EXPECT_FALSE(isInstantMetric("backlog_bytes"));
+  EXPECT_FALSE(isInstantMetric("flows_connected"));
 }
 
 }  // namespace

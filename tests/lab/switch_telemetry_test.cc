@@ -73,10 +73,12 @@ TEST(SwitchTelemetryTest, APfcSwitchsLosslessQueuesCarryItsAgentsCounters) {
          {{"rx_prio3_pause", 0},
           {"rx_prio3_pause_duration", 0},
           {"pfcwd_prio3_storm_detected", 1},
-          {"pfcwd_prio3_dropped_frames", 30}}},
+          {"pfcwd_prio3_dropped_frames", 30},
+          {"pfcwd_prio3_last_detected_ns", 5'200'000'000},
+          {"pfcwd_prio3_last_restored_ns", 0}}},
         {"p9", {{"rx_prio3_pause", 1}}}}}};
   const auto points = pfcTelemetryPoints(sw, stats);
-  ASSERT_EQ(points.size(), 6u);
+  ASSERT_EQ(points.size(), 8u);
   EXPECT_EQ(points[0].source, "sw0/p0/lossless");
   EXPECT_EQ(points[0].metric, "pfc_rx_pause");
   EXPECT_EQ(points[0].value, 4);
@@ -86,6 +88,11 @@ TEST(SwitchTelemetryTest, APfcSwitchsLosslessQueuesCarryItsAgentsCounters) {
   EXPECT_EQ(points[4].metric, "pfcwd_storms");
   EXPECT_EQ(points[5].metric, "pfcwd_dropped_frames");
   EXPECT_EQ(points[5].value, 30);
+  // The watchdog's instants as the agent wrote them (the sampler moves them to the run clock).
+  EXPECT_EQ(points[6].metric, "pfcwd_detected_at_us");
+  EXPECT_EQ(points[6].value, 5'200'000'000);
+  EXPECT_EQ(points[7].metric, "pfcwd_restored_at_us");
+  EXPECT_EQ(points[7].value, 0);
   // No PFC on the switch, or no document: nothing.
   EXPECT_TRUE(pfcTelemetryPoints(modelledSwitch(), stats).empty());
   EXPECT_TRUE(pfcTelemetryPoints(sw, nlohmann::json()).empty());

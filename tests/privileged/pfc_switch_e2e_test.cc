@@ -171,7 +171,10 @@ TEST_F(PfcHonouringLab, ATcpFlowInTheLosslessClassStopsForThePauseAndResumesInta
 
 // After 3 s without a byte through, the ring's TCP resumes at its next retransmission timeout
 // (exponential backoff), up to a second or two after the XON: hence the 5 s recovery window.
-json ringUnderStorm(const std::string& name, int dscp) {
+// link_mbps sets only the emitter's refresh (half a 65535-quanta pause at that rate): 20, the
+// port's rate, refreshes every 839 ms; 1000 every 17 ms, faster than a 200 ms watchdog
+// restoration, so that a watchdog sees one steady storm and not one per refresh.
+json ringUnderStorm(const std::string& name, int dscp, int link_mbps = 20) {
   return {{"version", 1},
           {"name", name},
           {"workload",
@@ -186,9 +189,18 @@ json ringUnderStorm(const std::string& name, int dscp) {
              {"target", {{"host", "h1"}, {"side", "host"}}},
              {"at_ms", 0},
              {"duration_ms", 3000},
-             {"params", {{"priorities", {3}}, {"mode", "continuous"}, {"link_mbps", 20}}}}}},
+             {"params", {{"priorities", {3}}, {"mode", "continuous"}, {"link_mbps", link_mbps}}}}}},
           {"recovery_ms", 5000},
           {"max_duration_ms", 120000}};
+}
+
+// The analysed step of a ring in the lossless class under a steady 3 s storm.
+json stormedRingStep(int port, const std::string& name) {
+  const int64_t id = startRun(port, ringUnderStorm(name, 26, 1000));
+  if (id <= 0) return nullptr;
+  const json run = waitForFinalRun(port, id, 90);
+  const json& steps = run["result"]["analysis"]["steps"];
+  return steps.is_array() && !steps.empty() ? steps[0] : json(nullptr);
 }
 
 TEST_F(PfcHonouringLab, AStormStallsARingInTheLosslessClassAndNotOneInBestEffort) {
@@ -272,6 +284,37 @@ TEST_F(PfcWatchdogForward, DetectsTheStormAfterItsDetectionTimeAndLetsTheClassFl
   EXPECT_EQ(counters.value("pfcwd_prio3_dropped_frames", -1), 0);
 }
 
+// The run's own record of the watchdog, against what the ring saw: the watchdog's detection and
+// restoration from its instants (not the 100 ms readings), and the job moving again at the
+// detection, where without a watchdog it waits out the 3 s storm (the test above).
+TEST_F(PfcWatchdogForward, TheRunRecordsWhenTheWatchdogActedAndTheRingMovesAgainThen) {
+  startServe();
+  ASSERT_GT(port_, 0);
+  const json step = stormedRingStep(port_, "pfc-storm-ring-forward");
+  ASSERT_TRUE(step.is_object() && step["paused_queues"].is_array() &&
+              !step["paused_queues"].empty())
+      << step.dump(2);
+  const json& paused = step["paused_queues"][0];
+  std::cout << "pfc-watchdog forward, ring: " << paused.dump() << "; first progress "
+            << step["time_to_first_progress_ms"] << " ms, longest stall "
+            << step["longest_stall_ms"] << " ms, retained " << step["retained"] << "\n";
+  EXPECT_EQ(paused["source"], "sw0/p1/lossless");
+  EXPECT_EQ(paused["watchdog_storms"], 1);
+  ASSERT_TRUE(paused["watchdog_detected_after_ms"].is_number()) << paused.dump();
+  // The storm's first frame follows the applied event by the emitter's start-up: the detection
+  // comes 200 ms after that, counted from the event.
+  EXPECT_GE(paused["watchdog_detected_after_ms"].get<double>(), 150);
+  EXPECT_LE(paused["watchdog_detected_after_ms"].get<double>(), 400);
+  ASSERT_TRUE(paused["watchdog_restored_after_ms"].is_number()) << paused.dump();
+  EXPECT_GE(paused["watchdog_restored_after_ms"].get<double>(), 100);
+  EXPECT_LE(paused["watchdog_restored_after_ms"].get<double>(), 500);
+  ASSERT_TRUE(step["time_to_first_progress_ms"].is_number()) << step.dump(2);
+  EXPECT_LE(step["time_to_first_progress_ms"].get<double>(),
+            paused["watchdog_detected_after_ms"].get<double>() + 400)
+      << "forwarding did not give the ring its class back";
+  EXPECT_GT(step["retained"].get<double>(), 0.5) << step.dump(2);
+}
+
 // Drop: every lossless frame to h1 from the storm's start until the restoration time after its
 // end is lost (those held when the storm is detected, and every one after); best effort is not.
 TEST_F(PfcWatchdogDrop, DropsTheClassDuringTheStormAndRestoresItAfterwards) {
@@ -297,6 +340,31 @@ TEST_F(PfcWatchdogDrop, DropsTheClassDuringTheStormAndRestoresItAfterwards) {
   EXPECT_EQ(counters.value("pfcwd_prio3_storm_detected", -1), 1);
   EXPECT_EQ(counters.value("pfcwd_prio3_storm_restored", -1), 1);
   EXPECT_TRUE(counters["storm_priorities"].empty());
+}
+
+// With drop the watchdog acts at the same time, but the ring's TCP gets nothing through the 3 s
+// storm (every segment of the class dropped) and then waits for its backed-off retransmission.
+TEST_F(PfcWatchdogDrop, TheRunRecordsTheWatchdogActingWhileTheRingStaysStalled) {
+  startServe();
+  ASSERT_GT(port_, 0);
+  const json step = stormedRingStep(port_, "pfc-storm-ring-drop");
+  ASSERT_TRUE(step.is_object() && step["paused_queues"].is_array() &&
+              !step["paused_queues"].empty())
+      << step.dump(2);
+  const json& paused = step["paused_queues"][0];
+  std::cout << "pfc-watchdog drop, ring: " << paused.dump() << "; first progress "
+            << step["time_to_first_progress_ms"] << " ms, retained " << step["retained"] << "\n";
+  ASSERT_TRUE(paused["watchdog_detected_after_ms"].is_number()) << paused.dump();
+  EXPECT_GE(paused["watchdog_detected_after_ms"].get<double>(), 150);
+  EXPECT_LE(paused["watchdog_detected_after_ms"].get<double>(), 400);
+  ASSERT_TRUE(paused["watchdog_restored_after_ms"].is_number()) << paused.dump();
+  EXPECT_LE(paused["watchdog_restored_after_ms"].get<double>(), 500);
+  EXPECT_GT(paused["watchdog_dropped_frames"].get<int64_t>(), 0);
+  // Nothing completed during the storm: the first progress, if any in the window, is after it.
+  if (step["time_to_first_progress_ms"].is_number()) {
+    EXPECT_GT(step["time_to_first_progress_ms"].get<double>(), 3000) << step.dump(2);
+  }
+  EXPECT_LT(step["retained"].get<double>(), 0.2) << step.dump(2);
 }
 
 }  // namespace

@@ -216,6 +216,9 @@ TEST(AnalysisTest, WorkedExampleFromDocs) {
   EXPECT_NEAR(m.worst_busbw_gbps, 0.00995, 0.000005);
   EXPECT_NEAR(m.retained, 0.019801, 0.0000005);
   EXPECT_NEAR(m.longest_stall_ms, 1010.0, 1e-12);
+  // The hung collective (2000 -> 3005) is the first to complete after the fault's 1995 ms.
+  ASSERT_TRUE(m.time_to_first_progress_ms.has_value());
+  EXPECT_NEAR(*m.time_to_first_progress_ms, 1010.0, 1e-12);
   EXPECT_NEAR(m.score, 50.615, 0.0005);
   EXPECT_NEAR(run.score, 50.615, 0.0005);
 
@@ -234,6 +237,19 @@ TEST(AnalysisTest, NeverRecoveringScoresAtMostHalf) {
   EXPECT_FALSE(run.steps[0].recovered);
   EXPECT_FALSE(run.steps[0].time_to_recover_ms.has_value());
   EXPECT_LE(run.steps[0].score, 50.0);
+}
+
+TEST(AnalysisTest, FirstProgressIsTheFirstCompletionAfterTheFaultInsideTheWindow) {
+  // Clean: the iteration starting at 2000 ends at 2010, 15 ms after the fault's 1995 ms start.
+  RunAnalysis run = analyzeRun(series(0, 5000, clean), outageFault(), params(), true);
+  ASSERT_EQ(run.steps.size(), 1u);
+  EXPECT_NEAR(run.steps[0].time_to_first_progress_ms.value_or(-1), 15.0, kEps);
+  // Nothing completes before the observation window closes: unknown, not the window's length.
+  AnalysisParams p = params();
+  p.observe_end_ms = 3000;
+  run = analyzeRun(series(0, 5000, outage), outageFault(), p, true);
+  ASSERT_EQ(run.steps.size(), 1u);
+  EXPECT_FALSE(run.steps[0].time_to_first_progress_ms.has_value());
 }
 
 TEST(AnalysisTest, RecoveryRunMustEndInsideTheObservationWindow) {
@@ -555,6 +571,7 @@ TEST(AnalysisTest, StepJsonUsesFieldNamesAndNulls) {
       {"time_to_detect_ms", nullptr},
       {"time_to_recover_ms", 7.0},
       {"longest_stall_ms", 9.0},
+      {"time_to_first_progress_ms", nullptr},
       {"baseline_iteration_ms", {{"iterations", 0}, {"p50", 0.0}, {"p99", 0.0}, {"p999", 0.0}}},
       {"fault_iteration_ms", {{"iterations", 0}, {"p50", 0.0}, {"p99", 0.0}, {"p999", 0.0}}},
       {"p99_slowdown", nullptr},

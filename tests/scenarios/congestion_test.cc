@@ -147,7 +147,57 @@ TEST(CongestionTest, PausedQueuesAreThoseWhosePausedTimeGrewInTheWindow) {
   EXPECT_EQ(paused[0].pause_frames, 5);
   EXPECT_EQ(paused[0].watchdog_storms, 1);
   EXPECT_EQ(toJson(paused[0])["paused_ms"], 500.0);
+  EXPECT_TRUE(paused[0].watchdog_detected_after_ms == std::nullopt) << "no instants were read";
+  EXPECT_TRUE(toJson(paused[0])["watchdog_restored_after_ms"].is_null());
   EXPECT_TRUE(pausedQueues(points, 0, 250).empty());
+}
+
+// A storm paused p1 from 1000 ms; its watchdog detected it at 1201.5 ms and restored the class at
+// 3210 ms, 210 ms after the window's end, read every 100 ms as the agent's last instants.
+std::vector<TelemetryPoint> watchedStorm(double restored_ms) {
+  std::vector<TelemetryPoint> points;
+  const std::string q = "sw0/p1/lossless";
+  for (int tick = 0; tick <= 40; ++tick) {
+    const double t = tick * 100.0;
+    points.push_back({t, q, "pfc_paused_us", static_cast<int64_t>(std::max(0.0, t - 1000) * 1000)});
+    if (t >= 1300) points.push_back({t, q, "pfcwd_detected_at_us", 1'201'500});
+    if (t >= restored_ms + 100) {
+      points.push_back({t, q, "pfcwd_restored_at_us", static_cast<int64_t>(restored_ms * 1000)});
+    }
+  }
+  return points;
+}
+
+TEST(CongestionTest, TheWatchdogsDetectionAndRestorationAreItsOwnInstants) {
+  auto paused = pausedQueues(watchedStorm(3210), 1000, 3000);
+  ASSERT_EQ(paused.size(), 1u);
+  ASSERT_TRUE(paused[0].watchdog_detected_after_ms.has_value());
+  EXPECT_DOUBLE_EQ(*paused[0].watchdog_detected_after_ms, 201.5) << "not the 300 ms reading";
+  ASSERT_TRUE(paused[0].watchdog_restored_after_ms.has_value());
+  EXPECT_DOUBLE_EQ(*paused[0].watchdog_restored_after_ms, 210);
+  EXPECT_EQ(toJson(paused[0])["watchdog_detected_after_ms"], 201.5);
+  // A storm the watchdog restored before the fault ended: nothing acted past the window.
+  paused = pausedQueues(watchedStorm(2500), 1000, 3000);
+  ASSERT_EQ(paused.size(), 1u);
+  EXPECT_TRUE(paused[0].watchdog_detected_after_ms.has_value());
+  EXPECT_FALSE(paused[0].watchdog_restored_after_ms.has_value());
+  // A detection before the window (an earlier step's) is not this window's.
+  paused = pausedQueues(watchedStorm(3210), 1250, 3000);
+  ASSERT_EQ(paused.size(), 1u);
+  EXPECT_FALSE(paused[0].watchdog_detected_after_ms.has_value());
+  EXPECT_FALSE(paused[0].watchdog_restored_after_ms.has_value());
+}
+
+TEST(CongestionTest, ARestorationAfterALaterDetectionBelongsToTheLaterStorm) {
+  std::vector<TelemetryPoint> points = watchedStorm(1e9);
+  // The watchdog detected a storm at 1201.5 ms whose restoration no reading shows (the run ended,
+  // or a reading was missed), then a later step's storm at 3400 ms, restored at 3900 ms.
+  points.push_back({3500, "sw0/p1/lossless", "pfcwd_detected_at_us", 3'400'000});
+  points.push_back({4000, "sw0/p1/lossless", "pfcwd_restored_at_us", 3'900'000});
+  const auto paused = pausedQueues(points, 1000, 3000);
+  ASSERT_EQ(paused.size(), 1u);
+  EXPECT_DOUBLE_EQ(paused[0].watchdog_detected_after_ms.value_or(-1), 201.5);
+  EXPECT_FALSE(paused[0].watchdog_restored_after_ms.has_value());
 }
 
 }  // namespace

@@ -138,6 +138,18 @@ for ((g = 0; g < guests; g++)); do
   # The first failure's code is the tier's (124/125: a VM timed out or could not run).
   [ $guest_rc = 0 ] || [ $rc != 0 ] || rc=$guest_rc
 done
+if [ $rc != 0 ]; then
+  # Again at the end, where a log cut in the middle still shows them: which executable failed,
+  # which gtest cases, and the assertion lines.
+  echo "== host: what failed"
+  for ((g = 0; g < guests; g++)); do
+    awk -v tag="[guest $g] " '
+      /: Failure$/ { after = 4 }
+      after > 0 || /^FAIL: / || /^== guest stage: .* exit [1-9]/ || /^\[  FAILED  \] / {
+        print tag $0; if (after > 0) after--
+      }' "$logs/guest-$g.log"
+  done
+fi
 rm -rf "$logs"
 echo "== host: guest tier exit $rc after $(($(date +%s) - start)) s wall clock"
 exit $rc

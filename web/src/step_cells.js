@@ -31,3 +31,24 @@ export function fmtHottestQueue(queue) {
   return `${queue.source}: ${fmtCount(queue.drops)} drops, ${fmtCount(queue.ecn_marked)} marks, ` +
     `peak ${fmtCount((queue.peak_backlog_bytes ?? 0) / 1024)} KiB`;
 }
+
+const isNumber = (v) => v !== null && v !== undefined && Number.isFinite(Number(v));
+
+// The step's most paused queue (PFC), and what its watchdog did:
+// "sw0/p1/lossless: paused 2 987 ms, 4 211 frames; watchdog +201 ms (job moved +215 ms),
+// restored 203 ms after the fault, 37 dropped (+1 more queue)". The watchdog's detection and the
+// job's first progress count from the fault's start, the restoration from its end.
+export function fmtPausedQueues(step) {
+  const queues = (step && step.paused_queues) || [];
+  if (!queues.length) return '–';
+  const q = queues[0];
+  let text = `${q.source}: paused ${fmtCount(q.paused_ms)} ms, ${fmtCount(q.pause_frames)} frames`;
+  if (isNumber(q.watchdog_detected_after_ms)) {
+    text += `; watchdog +${fmtCount(q.watchdog_detected_after_ms)} ms`;
+    if (isNumber(step.time_to_first_progress_ms)) text += ` (job moved +${fmtCount(step.time_to_first_progress_ms)} ms)`;
+    if (isNumber(q.watchdog_restored_after_ms)) text += `, restored ${fmtCount(q.watchdog_restored_after_ms)} ms after the fault`;
+    if (q.watchdog_dropped_frames > 0) text += `, ${fmtCount(q.watchdog_dropped_frames)} dropped`;
+  }
+  if (queues.length > 1) text += ` (+${queues.length - 1} more ${queues.length > 2 ? 'queues' : 'queue'})`;
+  return text;
+}

@@ -105,6 +105,23 @@ TEST_F(TelemetrySamplerTest, ReadsModelledSwitchesAndStampsTheRunClock) {
   EXPECT_EQ(switches_.reads("sw2"), 0) << "an unmodelled switch has no queues to read";
 }
 
+TEST(OnRunClock, InstantsBecomeRunRelativeMicrosecondsAndNeverIsLeftOut) {
+  // The run began at 1 s of CLOCK_MONOTONIC; the reading is 2.5 s into it.
+  const auto points = onRunClock({{0, "sw0/p1/lossless", "pfc_rx_pause", 7},
+                                  {0, "sw0/p1/lossless", "pfcwd_detected_at_us", 3'201'500'000},
+                                  {0, "sw0/p1/lossless", "pfcwd_restored_at_us", 0},
+                                  {0, "sw0/p2/lossless", "pfcwd_restored_at_us", 500'000'000}},
+                                 2500, 1'000'000'000);
+  ASSERT_EQ(points.size(), 3u);
+  for (const core::TelemetryPoint& p : points) EXPECT_DOUBLE_EQ(p.t_ms, 2500);
+  EXPECT_EQ(points[0].value, 7) << "a counter stays as read";
+  EXPECT_EQ(points[1].metric, "pfcwd_detected_at_us");
+  EXPECT_EQ(points[1].value, 2'201'500);
+  // Before the run began (a storm of an earlier run): negative, still the event's own time.
+  EXPECT_EQ(points[2].source, "sw0/p2/lossless");
+  EXPECT_EQ(points[2].value, -500'000);
+}
+
 TEST_F(TelemetrySamplerTest, AFailingSwitchIsReportedOnceAndItsReturnToo) {
   TelemetrySampler sampler(deps(), fabricWithSwitches());
   switches_.failing = {"sw1"};

@@ -41,6 +41,7 @@ function metricRows(a, b) {
     push(`step ${i} time to detect`, sa.time_to_detect_ms, sb.time_to_detect_ms, fmtMs, false);
     push(`step ${i} time to recover`, sa.time_to_recover_ms, sb.time_to_recover_ms, fmtMs, false);
     push(`step ${i} longest stall`, sa.longest_stall_ms, sb.longest_stall_ms, fmtMs, false);
+    push(`step ${i} first progress`, sa.time_to_first_progress_ms, sb.time_to_first_progress_ms, fmtMs, false);
     push(`step ${i} score`, sa.score, sb.score, (v) => fmtNumber(v), true);
   }
   return rows;

@@ -5,7 +5,7 @@
 // into one store for both panels: once when the run is finished, every POLL_MS while live.
 import { canOperate, get, post, streamUrl, whoami } from '../api.js';
 import { busbwPlot, alignSeries, rankPoints, xLink } from '../plot.js';
-import { fmtHottestQueue, fmtP99Iteration } from '../step_cells.js';
+import { fmtHottestQueue, fmtP99Iteration, fmtPausedQueues } from '../step_cells.js';
 import { telemetryFeed } from '../telemetry_feed.js';
 import { hostTelemetryPanel } from './run_host_telemetry.js';
 import { telemetryPanel } from './run_telemetry.js';
@@ -183,7 +183,7 @@ export async function runView(ctx, id) {
     if (steps.length) {
       stepsSlot.append(el('table', { class: 'metrics', testid: 'steps-table' },
         el('thead', {}, el('tr', {}, ['step', 'fault', 'window', 'retained', 'worst busbw', 'detect', 'recover', 'longest stall',
-          'p99 iteration (base → fault)', 'hottest queue', 'survived', 'score'].map((h) => el('th', {}, h)))),
+          'p99 iteration (base → fault)', 'hottest queue', 'paused (PFC)', 'survived', 'score'].map((h) => el('th', {}, h)))),
         el('tbody', {}, steps.map((s) => el('tr', { testid: 'step-row' },
           el('td', {}, s.step), el('td', {}, stepKind(current, s.step)),
           el('td', {}, `${fmtMs(s.fault_start_ms)} – ${fmtMs(s.fault_end_ms)}`),
@@ -194,6 +194,7 @@ export async function runView(ctx, id) {
           el('td', { class: 'num' }, fmtMs(s.longest_stall_ms)),
           el('td', { class: 'num', testid: 'step-p99' }, fmtP99Iteration(s)),
           el('td', { class: 'small', testid: 'step-hottest-queue' }, fmtHottestQueue(s.hottest_queue)),
+          el('td', { class: 'small', testid: 'step-paused-queues' }, fmtPausedQueues(s)),
           el('td', {}, s.survived ? 'yes' : 'no'),
           el('td', { class: 'num' }, fmtNumber(s.score)))))));
     } else {
