@@ -16,6 +16,7 @@
 #include "app/cli.h"
 #include "app/local_stack.h"
 #include "app/version.h"
+#include "core/command_line.h"
 #include "core/log.h"
 #include "server/http/server.h"
 
@@ -147,10 +148,10 @@ int agentMain(int argc, char** argv) {
   options.token = token;
   options.agent_id = flags.getOr("agent-id", "");
   options.version = FABRIC_CHAOS_VERSION;
-  options.allowed_interfaces = splitCommaList(flags.getOr("allow", ""));
+  options.allowed_interfaces = core::splitCommaList(flags.getOr("allow", ""));
   options.journal_path = state_dir + "/agent-journal.json";
   if (auto mgmt = flags.get("mgmt-if")) {
-    options.management_interfaces = splitCommaList(*mgmt);
+    options.management_interfaces = core::splitCommaList(*mgmt);
   } else {
     bool ok = false;
     const std::string route = agent::defaultRouteInterface(readFile("/proc/net/route", &ok));

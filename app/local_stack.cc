@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "core/command_line.h"
 #include "core/log.h"
 
 namespace fabric_chaos::app {
@@ -61,21 +62,9 @@ std::vector<std::string> fabricNamespaces(const std::vector<scenarios::Fabric>& 
   return {names.begin(), names.end()};
 }
 
-std::vector<std::string> splitCommaList(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text) {
   std::vector<std::string> out;
-  for (const std::string& item : splitCommaList(text)) {
+  for (const std::string& item : core::splitCommaList(text)) {
     const size_t slash = item.find('/');
     const std::string netns = slash == std::string::npos ? "" : item.substr(0, slash);
     const std::string ifname = slash == std::string::npos ? item : item.substr(slash + 1);

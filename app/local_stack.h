@@ -47,9 +47,6 @@ std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>
 // drives and of every switch (see fabricFaultTargets). Sorted, no duplicates.
 std::vector<std::string> fabricNamespaces(const std::vector<scenarios::Fabric>& fabrics);
 
-// A comma-separated flag value: each item trimmed of spaces and tabs, empty items dropped.
-std::vector<std::string> splitCommaList(const std::string& text);
-
 // --allow-interface's value: comma-separated "NS/IF" or "IF" (initial namespace). kInvalidArgument
 // naming the bad entry.
 core::Result<std::vector<std::string>> parseInterfaceList(const std::string& text);

@@ -2,9 +2,11 @@
 // switch's namespace (`lab up --pfc` starts one per switch, detached, and `lab down` stops it):
 // it receives the 802.1Qbb frames each port gets (a packet socket sees them before the bridge
 // drops them), pauses that port's egress for the frame's priorities through the PFC gate
-// (injectors/sys/pfc_gate.h), and sends the held frames back out when the pause ends. What to do
-// is lab/pfc_switch_model.h; this file wires it to the sockets, the gate, the clock and signals,
-// and writes the counters to a JSON file (--stats) a few times a second. The per-port PFC enable
+// (injectors/sys/pfc_gate.h), sends the held frames back out when the pause ends, and pauses the
+// ports feeding a paused queue that fills (pause propagation). What to do is
+// lab/pfc_switch_model.h and lab/pfc_propagation.h, done by app/pfc_switch_agent.h; this file
+// runs its loop on the sockets, the clock and signals, and writes the counters to a JSON file
+// (--stats) a few times a second. The per-port PFC enable
 // masks and watchdogs can change while it runs: it reads its --settings file again on SIGHUP
 // (injectors/model/pfc_switch_settings.h).
 
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/pfc_switch_agent.h"
 #include "app/pfc_switch_options.h"
 #include "app/pfc_switch_stats.h"
 #include "app/stop_signals.h"
@@ -33,7 +36,7 @@
 #include "injectors/pfc/pfc_frame.h"
 #include "injectors/sys/pfc_gate.h"
 #include "injectors/sys/raw_packets.h"
-#include "lab/frame_checksum.h"
+#include "lab/pfc_propagation.h"
 #include "lab/pfc_switch_model.h"
 
 namespace fabric_chaos::app {
@@ -64,86 +67,9 @@ void writeStats(const std::string& path, const nlohmann::json& stats) {
   if (!path.empty()) (void)core::replaceFileContents(path, stats.dump() + "\n");
 }
 
-class Agent {
- public:
-  Agent(lab::PfcSwitchModel& model, sys::PfcGate& gate) : model_(model), gate_(gate) {}
-
-  void onPauseFrame(size_t port, const injectors::PfcPause& pause) {
-    apply(model_.onPauseFrame(port, pause, monotonicNs()));
-  }
-
-  // The gate changes the model asked for: a pause frame's, a settled pause's, a new setting's.
-  void apply(const std::vector<lab::HoldChange>& changes) {
-    for (const lab::HoldChange& change : changes) {
-      report(
-          gate_.holdUntil(model_.ports()[change.port].ifindex, change.priority, change.until_ns));
-    }
-  }
-
-  // Takes what the gate held, then sends what is due and opens the gates of ended pauses,
-  // until nothing the gate held waits behind an open gate.
-  void settle() {
-    for (int round = 0; round < 16; ++round) {
-      takeHeld();
-      std::vector<lab::HoldChange> opened;
-      std::vector<lab::Release> releases = model_.due(monotonicNs(), opened);
-      if (releases.empty() && opened.empty()) return;
-      send(releases);
-      apply(opened);
-    }
-  }
-
-  // Nothing stays held: every gate open, every queued frame sent, whatever its pause.
-  void releaseEverything() {
-    for (const lab::PfcPortSpec& port : model_.ports()) {
-      for (int p = 0; p < lab::kPfcPriorityCount; ++p) report(gate_.holdUntil(port.ifindex, p, 0));
-    }
-    settle();
-    send(model_.releaseAll());
-  }
-
-  uint64_t sendFailures() const { return send_failures_; }
-
- private:
-  // Held frames back out of their ports, their transport checksums completed first.
-  void send(std::vector<lab::Release> releases) {
-    for (lab::Release& release : releases) {
-      const int ifindex = model_.ports()[release.port].ifindex;
-      for (std::vector<uint8_t>& frame : release.frames) {
-        lab::completeTransportChecksum(frame);
-        if (!gate_.send(ifindex, frame).isOk()) ++send_failures_;
-      }
-    }
-  }
-
-  void takeHeld() {
-    auto held = gate_.takeHeld();
-    if (!held.isOk()) {
-      report(held.status());
-      return;
-    }
-    for (sys::HeldFrame& frame : *held) {
-      if (auto port = model_.portOf(frame.ifindex)) {
-        model_.onHeld(*port, frame.priority, std::move(frame.bytes));
-      }
-    }
-  }
-
-  void report(const core::Status& status) {
-    if (status.isOk() || status.message() == last_error_) return;
-    last_error_ = status.message();
-    std::fprintf(stderr, "fabric-chaos pfc-switch: %s\n", status.toString().c_str());
-  }
-
-  lab::PfcSwitchModel& model_;
-  sys::PfcGate& gate_;
-  uint64_t send_failures_ = 0;
-  std::string last_error_;
-};
-
 // Reads the settings file again and applies what changed. A file that cannot be read, parsed or
 // that names a port this agent does not have changes nothing: its error is reported instead.
-void reloadSettings(const std::string& path, lab::PfcSwitchModel& model, Agent& agent,
+void reloadSettings(const std::string& path, lab::PfcSwitchModel& model, PfcSwitchAgent& agent,
                     PfcSettingsStatus& status) {
   ++status.reads;
   auto settings = injectors::readPfcSwitchSettings(path);
@@ -242,15 +168,19 @@ int pfcSwitchMain(int argc, char** argv) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // resume within microseconds of the pause's end
 
   std::vector<std::unique_ptr<sys::RawPacketReceiver>> receivers;
+  std::vector<std::unique_ptr<sys::RawPacketSocket>> pfc_senders;
   std::vector<lab::PfcPortSpec> specs;
   for (const std::string& port : o.ports) {
     auto receiver = sys::openRawPacketReceiver(port, injectors::kMacControlEthertype);
-    if (!receiver.isOk()) {
-      std::fprintf(stderr, "fabric-chaos pfc-switch: cannot receive on %s: %s\n", port.c_str(),
-                   receiver.status().toString().c_str());
+    auto sender = sys::openRawPacketSocket(port, 0, /*bypass_qdisc=*/true);
+    if (!receiver.isOk() || !sender.isOk()) {
+      std::fprintf(stderr, "fabric-chaos pfc-switch: cannot receive and send on %s: %s\n",
+                   port.c_str(),
+                   (receiver.isOk() ? sender.status() : receiver.status()).toString().c_str());
       tellParent(1);
       return 1;
     }
+    pfc_senders.push_back(std::move(*sender));
     const injectors::PfcPortSettings& settings = initial.ports.at(port);
     specs.push_back({port, (*receiver)->ifindex(), o.rate_bps, o.buffer_bytes, settings.pfc_enabled,
                      settings.watchdog});
@@ -266,8 +196,11 @@ int pfcSwitchMain(int argc, char** argv) {
     tellParent(1);
     return 1;
   }
+  std::vector<int64_t> rates;
+  for (const lab::PfcPortSpec& spec : specs) rates.push_back(spec.rate_bps);
   lab::PfcSwitchModel model(std::move(specs), kHoldGraceNs);
-  Agent agent(model, **gate);
+  lab::PfcPausePropagation propagation(std::move(rates), {o.xoff_bytes, o.xon_bytes});
+  PfcSwitchAgent agent(model, propagation, **gate, std::move(pfc_senders));
   PfcSettingsStatus settings_status;
   if (!o.settings_path.empty()) {
     if (core::Status s = core::replaceFileContents(o.settings_path, toJson(initial).dump(2) + "\n");
@@ -281,11 +214,15 @@ int pfcSwitchMain(int argc, char** argv) {
   if (!o.pid_path.empty()) {
     std::ofstream(o.pid_path, std::ios::trunc) << ::getpid() << "\n";
   }
-  writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(), 0, settings_status));
+  writeStats(o.stats_path,
+             pfcSwitchStatsJson(model, propagation, **gate, monotonicNs(), 0, settings_status));
   tellParent(0);
-  std::fprintf(stderr, "fabric-chaos pfc-switch: %zu ports at %lld bit/s, buffer %lld bytes\n",
+  std::fprintf(stderr,
+               "fabric-chaos pfc-switch: %zu ports at %lld bit/s, buffer %lld bytes, XOFF %lld, "
+               "XON %lld\n",
                o.ports.size(), static_cast<long long>(o.rate_bps),
-               static_cast<long long>(o.buffer_bytes));
+               static_cast<long long>(o.buffer_bytes), static_cast<long long>(o.xoff_bytes),
+               static_cast<long long>(o.xon_bytes));
   std::fflush(stderr);
 
   std::vector<pollfd> fds;
@@ -297,7 +234,7 @@ int pfcSwitchMain(int argc, char** argv) {
   while (!g_stop) {
     const int64_t now = monotonicNs();
     int64_t wake = next_stats_ns;
-    if (auto deadline = model.nextDeadline()) wake = std::min(wake, *deadline);
+    if (auto deadline = agent.nextDeadline()) wake = std::min(wake, *deadline);
     const int64_t wait_ns = std::max<int64_t>(0, wake - now);
     timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
     const int ready = ::ppoll(fds.data(), fds.size(), &timeout, &wait_mask);
@@ -320,14 +257,14 @@ int pfcSwitchMain(int argc, char** argv) {
         if (!frame->has_value()) break;
         if ((*frame)->outgoing) continue;
         if (auto pause = injectors::parsePfcFrame(buffer, (*frame)->length)) {
-          agent.onPauseFrame(i, *pause);
+          agent.onPauseFrame(i, *pause, monotonicNs());
         }
       }
     }
-    agent.settle();
+    agent.settle(monotonicNs());
     if (monotonicNs() >= next_stats_ns) {
       next_stats_ns = monotonicNs() + kStatsPeriodNs;
-      writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(),
+      writeStats(o.stats_path, pfcSwitchStatsJson(model, propagation, **gate, monotonicNs(),
                                                   agent.sendFailures(), settings_status));
       // The lab was taken down around us: a namespace we hold open would outlive it unseen.
       if (!o.netns_file.empty() && namespaceIdentity(o.netns_file) != namespace_at_start) {
@@ -338,9 +275,9 @@ int pfcSwitchMain(int argc, char** argv) {
     }
   }
   // Nothing stays held; then the filters come off.
-  agent.releaseEverything();
-  writeStats(o.stats_path, pfcSwitchStatsJson(model, **gate, monotonicNs(), agent.sendFailures(),
-                                              settings_status));
+  agent.releaseEverything(monotonicNs());
+  writeStats(o.stats_path, pfcSwitchStatsJson(model, propagation, **gate, monotonicNs(),
+                                              agent.sendFailures(), settings_status));
   for (const std::string& port : o.ports) (void)sys::detachPfcGate(port);
   if (!o.pid_path.empty()) std::remove(o.pid_path.c_str());
   return exit_code;

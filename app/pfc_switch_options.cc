@@ -1,26 +1,11 @@
 #include "app/pfc_switch_options.h"
 
 #include <cstdlib>
-#include <sstream>
 
 #include "app/cli.h"
 #include "core/command_line.h"
 
 namespace fabric_chaos::app {
-namespace {
-
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-}  // namespace
-
 const char kPfcSwitchUsage[] =
     "usage: fabric-chaos pfc-switch --ports P[,P...] --rate-bps R --buffer-bytes B\n"
     "                               [--lossless-dscp D[,D]] [--lossless-priority 3]\n"
@@ -28,6 +13,7 @@ const char kPfcSwitchUsage[] =
     "                               [--settings FILE]\n"
     "                               [--netns-file /run/netns/NAME] [--pid-file FILE]\n"
     "                               [--watchdog ACTION[:DETECT_MS[:RESTORE_MS]]]\n"
+    "                               [--xoff BYTES [--xon BYTES]]\n"
     "                               [--daemon [--log FILE]]\n"
     "The PFC agent of a lab switch: run inside the switch's namespace. Pauses a port's egress for\n"
     "the priorities of each 802.1Qbb frame the port receives, for quanta x 512 bit times at R,\n"
@@ -37,6 +23,9 @@ const char kPfcSwitchUsage[] =
     "as JSON, rewritten every 200 ms. --netns-file: exit when that namespace is deleted.\n"
     "--watchdog: a PFC watchdog as SONiC's pfcwd (drop, forward or alert; 200 ms detection and\n"
     "restoration by default): a priority paused for the detection time is in a storm.\n"
+    "--xoff: pause propagation: a paused queue holding this many bytes sends PFC (65535 quanta,\n"
+    "refreshed every half pause time) out of the ports its frames came in on, until it holds no\n"
+    "more than --xon (an XON then). Default half of B and a quarter; --xoff 0: never.\n"
     "--settings: where the per-port PFC enable masks and watchdogs live while it runs: written\n"
     "at start from --pfc-enabled and --watchdog, read again on SIGHUP; the counters report the\n"
     "generation in force (settings_generation) or why a file was refused (settings_error).\n"
@@ -46,13 +35,13 @@ const char kPfcSwitchUsage[] =
 core::Result<PfcSwitchOptions> parsePfcSwitchOptions(int argc, char** argv) {
   const core::FlagRules rules{
       {"ports", "rate-bps", "buffer-bytes", "lossless-dscp", "lossless-priority", "pfc-enabled",
-       "stats", "settings", "netns-file", "pid-file", "log", "watchdog"},
+       "stats", "settings", "netns-file", "pid-file", "log", "watchdog", "xoff", "xon"},
       {"daemon", "help"},
       false};
   const Flags flags = parseFlags(argc, argv, rules);
   if (!flags.error.empty()) return core::Status(core::StatusCode::kInvalidArgument, flags.error);
   PfcSwitchOptions o;
-  o.ports = splitList(flags.getOr("ports", ""));
+  o.ports = core::splitCommaList(flags.getOr("ports", ""));
   if (o.ports.empty())
     return core::Status(core::StatusCode::kInvalidArgument, "--ports is required");
   auto rate =
@@ -65,7 +54,7 @@ core::Result<PfcSwitchOptions> parsePfcSwitchOptions(int argc, char** argv) {
   o.buffer_bytes = *buffer;
   if (auto dscps = flags.get("lossless-dscp")) {
     o.lossless_dscp_mask = 0;
-    for (const std::string& d : splitList(*dscps)) {
+    for (const std::string& d : core::splitCommaList(*dscps)) {
       auto dscp = core::parseFlagInteger("--lossless-dscp", d, 0, 63);
       if (!dscp.isOk()) return dscp.status();
       o.lossless_dscp_mask |= uint64_t{1} << *dscp;
@@ -76,7 +65,7 @@ core::Result<PfcSwitchOptions> parsePfcSwitchOptions(int argc, char** argv) {
     if (!p.isOk()) return p.status();
     o.lossless_priority = static_cast<int>(*p);
   }
-  for (const std::string& item : splitList(flags.getOr("pfc-enabled", ""))) {
+  for (const std::string& item : core::splitCommaList(flags.getOr("pfc-enabled", ""))) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return core::Status(core::StatusCode::kInvalidArgument,
@@ -102,6 +91,14 @@ core::Result<PfcSwitchOptions> parsePfcSwitchOptions(int argc, char** argv) {
     if (!config.isOk()) return config.status();
     o.watchdog = *config;
   }
+  auto xoff = core::parseFlagInteger(
+      "--xoff", flags.getOr("xoff", std::to_string(o.buffer_bytes / 2)), 0, o.buffer_bytes);
+  if (!xoff.isOk()) return xoff.status();
+  o.xoff_bytes = *xoff;
+  auto xon = core::parseFlagInteger("--xon", flags.getOr("xon", std::to_string(o.xoff_bytes / 2)),
+                                    0, o.xoff_bytes);
+  if (!xon.isOk()) return xon.status();
+  o.xon_bytes = *xon;
   o.daemon = flags.has("daemon");
   return o;
 }

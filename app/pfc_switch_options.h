@@ -29,6 +29,11 @@ struct PfcSwitchOptions {
   std::string pid_path;
   std::string log_path;
   std::optional<injectors::PfcWatchdogConfig> watchdog;
+  // Pause propagation (lab/pfc_propagation.h): a paused queue holding xoff_bytes pauses the ports
+  // feeding it until it holds no more than xon_bytes. Default half the buffer and a quarter; 0
+  // xoff: never.
+  int64_t xoff_bytes = 0;
+  int64_t xon_bytes = 0;
   bool daemon = false;
 };
 

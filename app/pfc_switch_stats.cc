@@ -4,7 +4,8 @@
 
 namespace fabric_chaos::app {
 
-nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model, sys::PfcGate& gate,
+nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model,
+                                  const lab::PfcPausePropagation& propagation, sys::PfcGate& gate,
                                   int64_t now_ns, uint64_t send_failures,
                                   const PfcSettingsStatus& settings) {
   nlohmann::json ports = nlohmann::json::object();
@@ -14,12 +15,13 @@ nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model, sys::PfcGate
     nlohmann::json port;
     nlohmann::json paused = nlohmann::json::array();
     nlohmann::json storms = nlohmann::json::array();
+    nlohmann::json pausing = nlohmann::json::array();
     auto gate_counts = gate.counts(spec.ifindex);
     for (int p = 0; p < lab::kPfcPriorityCount; ++p) {
       const std::string prio = "prio" + std::to_string(p);
       port["rx_" + prio + "_pause"] = c.rx_pause[p];
       port["rx_" + prio + "_pause_duration"] = c.rx_pause_duration_us[p];
-      port["tx_" + prio + "_pause"] = 0;  // the model does not propagate pauses
+      port["tx_" + prio + "_pause"] = propagation.txPause(i, p);  // XON included
       port["rx_" + prio + "_pause_ignored"] = c.rx_pause_ignored[p];
       port[prio + "_held_frames"] = c.held_frames[p];
       port[prio + "_released_frames"] = c.released_frames[p];
@@ -37,15 +39,19 @@ nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model, sys::PfcGate
       port["pfcwd_" + prio + "_last_restored_ns"] = c.last_restored_ns[p];
       if (model.paused(i, p)) paused.push_back(p);
       if (model.inStorm(i, p)) storms.push_back(p);
+      if (propagation.pausing(i, p)) pausing.push_back(p);
     }
     port["paused_priorities"] = paused;
     port["storm_priorities"] = storms;
+    port["pausing_priorities"] = pausing;  // this port's neighbour is paused on these by us
     port["pfc_enabled"] = spec.pfc_enabled;
     port["watchdog"] = spec.watchdog ? nlohmann::json(injectors::formatPfcWatchdog(*spec.watchdog))
                                      : nlohmann::json(nullptr);
     ports[spec.name] = port;
   }
   nlohmann::json out = {{"monotonic_ns", now_ns},
+                        {"xoff_bytes", propagation.thresholds().xoff_bytes},
+                        {"xon_bytes", propagation.thresholds().xon_bytes},
                         {"ports", ports},
                         {"send_failures", send_failures},
                         {"settings_reads", settings.reads},

@@ -1,13 +1,15 @@
 #pragma once
 // The PFC agent's counters file (`pfc-switch --stats`, docs/lab.md "PFC"): per port, the
 // counters under the names operators read from NICs and SONiC's pfcwd, what is paused or in a
-// storm, and the settings in force; rewritten a few times a second, read by the switch telemetry
-// (lab/switch_telemetry.h) and by the faults that change the settings.
+// storm, what this switch pauses upstream (pause propagation), and the settings in force; rewritten
+// a few times a second, read by the switch telemetry (lab/switch_telemetry.h) and by the faults
+// that change the settings.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "lab/pfc_propagation.h"
 #include "lab/pfc_switch_model.h"
 
 namespace fabric_chaos::sys {
@@ -25,7 +27,8 @@ struct PfcSettingsStatus {
   std::string error;
 };
 
-nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model, sys::PfcGate& gate,
+nlohmann::json pfcSwitchStatsJson(const lab::PfcSwitchModel& model,
+                                  const lab::PfcPausePropagation& propagation, sys::PfcGate& gate,
                                   int64_t now_ns, uint64_t send_failures,
                                   const PfcSettingsStatus& settings);
 

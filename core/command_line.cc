@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <sstream>
 
 namespace fabric_chaos::core {
 namespace {
@@ -67,6 +68,18 @@ Result<int64_t> parseFlagInteger(const std::string& flag, const std::string& tex
     return invalid(flag + " must be between " + range + ", got " + text);
   }
   return value;
+}
+
+std::vector<std::string> splitCommaList(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 }  // namespace fabric_chaos::core

@@ -42,4 +42,7 @@ std::vector<std::string> commandLineArgs(int argc, char** argv, int first);
 Result<int64_t> parseFlagInteger(const std::string& flag, const std::string& text, int64_t min,
                                  int64_t max);
 
+// A comma-separated flag value: each item trimmed of spaces and tabs, empty items dropped.
+std::vector<std::string> splitCommaList(const std::string& text);
+
 }  // namespace fabric_chaos::core

@@ -67,7 +67,8 @@ std::vector<HoldChange> PfcSwitchModel::onPauseFrame(size_t port, const injector
   return changes;
 }
 
-void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> frame) {
+void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> frame,
+                            std::optional<size_t> ingress) {
   if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return;
   PortState& state = state_[port];
   Queue& queue = state.queues[priority];
@@ -84,13 +85,22 @@ void PfcSwitchModel::onHeld(size_t port, int priority, std::vector<uint8_t> fram
   ++state.counters.held_frames[priority];
   queue.bytes += size;
   queue.frames.push_back(std::move(frame));
+  if (ingress && *ingress < ports_.size()) {
+    queue.fed_by.resize(ports_.size());
+    queue.fed_by[*ingress] = true;
+  }
+}
+
+void PfcSwitchModel::empty(Queue& queue) {
+  queue.frames.clear();
+  queue.bytes = 0;
+  queue.fed_by.clear();
 }
 
 void PfcSwitchModel::dropQueued(PortState& state, int priority) {
   Queue& queue = state.queues[priority];
   state.counters.watchdog_dropped_frames[priority] += queue.frames.size();
-  queue.frames.clear();
-  queue.bytes = 0;
+  empty(queue);
 }
 
 void PfcSwitchModel::endStorm(PortState& state, int priority, int64_t now_ns) {
@@ -199,8 +209,7 @@ Release PfcSwitchModel::takeQueue(size_t port, int priority) {
   release.frames.assign(std::make_move_iterator(queue.frames.begin()),
                         std::make_move_iterator(queue.frames.end()));
   state.counters.released_frames[priority] += release.frames.size();
-  queue.frames.clear();
-  queue.bytes = 0;
+  empty(queue);
   return release;
 }
 
@@ -258,6 +267,22 @@ PfcPortCounters PfcSwitchModel::counters(size_t port, int64_t now_ns) const {
 int64_t PfcSwitchModel::queuedBytes(size_t port, int priority) const {
   if (port >= ports_.size() || priority < 0 || priority >= kPfcPriorityCount) return 0;
   return state_[port].queues[priority].bytes;
+}
+
+std::vector<PfcQueueLoad> PfcSwitchModel::queueLoads() const {
+  std::vector<PfcQueueLoad> loads;
+  for (size_t port = 0; port < ports_.size(); ++port) {
+    for (int p = 0; p < kPfcPriorityCount; ++p) {
+      const Queue& queue = state_[port].queues[p];
+      if (queue.frames.empty()) continue;
+      PfcQueueLoad load{port, p, queue.bytes, {}};
+      for (size_t in = 0; in < queue.fed_by.size(); ++in) {
+        if (queue.fed_by[in]) load.fed_by.push_back(in);
+      }
+      loads.push_back(std::move(load));
+    }
+  }
+  return loads;
 }
 
 }  // namespace fabric_chaos::lab

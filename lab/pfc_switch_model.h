@@ -7,8 +7,8 @@
 //   counted from the frame's arrival. A later frame replaces the time left (802.1Qbb); quanta 0
 //   (XON) ends the pause at once.
 // - While paused, the priority's frames queue here, in arrival order, up to the port's buffer in
-//   bytes; a frame that does not fit is dropped and counted (nothing upstream is paused: the model
-//   does not propagate pauses).
+//   bytes; a frame that does not fit is dropped and counted. Each queue knows the ports its frames
+//   came in on (queueLoads), which is what pause propagation reads (lab/pfc_propagation.h).
 // - When the pause ends, its frames are released, oldest first.
 // - With a watchdog on the port (injectors/model/pfc_watchdog_config.h): a priority paused for its
 //   detection time is in a storm; drop discards its queued and further frames and ignores its
@@ -67,6 +67,14 @@ struct HoldChange {
   int64_t until_ns = 0;
 };
 
+// A queue holding frames: its bytes and the ports they came in on, ascending.
+struct PfcQueueLoad {
+  size_t port = 0;
+  int priority = 0;
+  int64_t bytes = 0;
+  std::vector<size_t> fed_by;
+};
+
 // Frames to send out of a port, oldest first.
 struct Release {
   size_t port = 0;
@@ -88,9 +96,11 @@ class PfcSwitchModel {
   // A PFC frame arrived on `port` at now_ns; returns the gate changes to make.
   std::vector<HoldChange> onPauseFrame(size_t port, const injectors::PfcPause& pause,
                                        int64_t now_ns);
-  // The gate held a frame of `priority` on `port`. Queued while the pause lasts; released by
-  // the next due() when the pause already ended (the frame raced the gate's opening).
-  void onHeld(size_t port, int priority, std::vector<uint8_t> frame);
+  // The gate held a frame of `priority` on `port`, which came in on port `ingress` (nullopt: not
+  // through one of the ports, such as the switch's own). Queued while the pause lasts; released
+  // by the next due() when the pause already ended (the frame raced the gate's opening).
+  void onHeld(size_t port, int priority, std::vector<uint8_t> frame,
+              std::optional<size_t> ingress = std::nullopt);
   // Pauses ended by now_ns: their frames, to send now, then the gate changes to make once they
   // are sent (opening; or, for the watchdog's drop action, holding to discard). Also frames held
   // after their pause ended, and the watchdog's detections and restorations due by now_ns.
@@ -115,6 +125,8 @@ class PfcSwitchModel {
   PfcPortCounters counters(size_t port, int64_t now_ns) const;
   // Bytes queued on a paused priority.
   int64_t queuedBytes(size_t port, int priority) const;
+  // Every queue that holds frames, by port then priority.
+  std::vector<PfcQueueLoad> queueLoads() const;
 
   // The pause time of `quanta` at `rate_bps`, in nanoseconds.
   static int64_t pauseNanoseconds(uint16_t quanta, int64_t rate_bps);
@@ -129,6 +141,7 @@ class PfcSwitchModel {
     bool storm = false;         // the watchdog acts on this queue
     int64_t last_frame_ns = 0;  // the last pause frame of this priority
     int64_t watch_from_ns = 0;  // paused continuously since then, as the watchdog sees it
+    std::vector<bool> fed_by;   // by port: a queued frame came in on it
   };
   struct PortState {
     std::array<Queue, kPfcPriorityCount> queues;
@@ -137,6 +150,7 @@ class PfcSwitchModel {
 
   void watch(size_t port, int priority, int64_t now_ns, std::vector<HoldChange>& changes);
   void dropQueued(PortState& state, int priority);
+  static void empty(Queue& queue);
   void endStorm(PortState& state, int priority, int64_t now_ns);  // counted as restored
   // The queue's frames, oldest first, counted as released; the queue left empty.
   Release takeQueue(size_t port, int priority);

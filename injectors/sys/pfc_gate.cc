@@ -120,6 +120,7 @@ class BpfPfcGate : public PfcGate {
     HeldFrame frame;
     frame.ifindex = static_cast<int>(record->ifindex);
     frame.priority = static_cast<int>(record->priority);
+    frame.ingress_ifindex = static_cast<int>(record->ingress_ifindex);
     frame.bytes.assign(record->data, record->data + length);
     self->taken_.push_back(std::move(frame));
     return 0;
@@ -162,8 +163,9 @@ core::Result<std::unique_ptr<PfcGate>> openPfcGate(const std::vector<std::string
   bpf_map* hold = bpf_object__find_map_by_name(object->get(), FC_PFC_HOLD_MAP);
   bpf_map* counts = bpf_object__find_map_by_name(object->get(), FC_PFC_COUNTS_MAP);
   bpf_program* program = bpf_object__find_program_by_name(object->get(), FC_PFC_PROG_NAME);
-  if (hold == nullptr || counts == nullptr || program == nullptr) {
-    return Status(StatusCode::kInternal, "the embedded PFC gate object lacks its maps or program");
+  bpf_program* ingress = bpf_object__find_program_by_name(object->get(), FC_PFC_INGRESS_PROG_NAME);
+  if (hold == nullptr || counts == nullptr || program == nullptr || ingress == nullptr) {
+    return Status(StatusCode::kInternal, "the embedded PFC gate object lacks its maps or programs");
   }
   const int program_fd = bpf_program__fd(program);
   auto gate =
@@ -171,6 +173,8 @@ core::Result<std::unique_ptr<PfcGate>> openPfcGate(const std::vector<std::string
   // Maps first, so that the program finds every port's entry from its first frame.
   FC_RETURN_IF_ERROR(gate->init(ports, config.reinject_mark));
   for (const std::string& port : ports) {
+    FC_RETURN_IF_ERROR(tc_bpf::attachProgram(bpf_program__fd(ingress), port, port,
+                                             tc_bpf::kPfcIngressSlot, kGate.description));
     FC_RETURN_IF_ERROR(
         tc_bpf::attachProgram(program_fd, port, port, tc_bpf::kPfcGateSlot, kGate.description));
   }
@@ -178,6 +182,7 @@ core::Result<std::unique_ptr<PfcGate>> openPfcGate(const std::vector<std::string
 }
 
 Status detachPfcGate(const std::string& ifname) {
+  FC_RETURN_IF_ERROR(tc_bpf::detachFromSlot("", ifname, tc_bpf::kPfcIngressSlot));
   return tc_bpf::detachFromSlot("", ifname, tc_bpf::kPfcGateSlot);
 }
 

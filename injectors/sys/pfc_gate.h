@@ -25,11 +25,14 @@ struct PfcGateConfig {
   uint32_t reinject_mark = 0;       // skb mark of frames send() puts back (not 0)
 };
 
-// A frame the gate held: the port's ifindex, its priority and its bytes from the Ethernet header.
+// A frame the gate held: the port's ifindex, its priority and its bytes from the Ethernet header,
+// and the port it entered the switch on (through a bridge too; a frame the switch itself sent has
+// no port: 0 or another interface).
 struct HeldFrame {
   int ifindex = 0;
   int priority = 0;
   std::vector<uint8_t> bytes;
+  int ingress_ifindex = 0;
 };
 
 // What the gate's program counted on one port since it was attached, per priority.
@@ -55,14 +58,16 @@ class PfcGate {
 };
 
 // Loads the gate and attaches it to every port in `ports` (names in the calling thread's
-// namespace), replacing a gate already there. kNotFound names a missing port; kPermissionDenied
-// without root; kNotSupported when the kernel refuses the program. The filters stay attached after
-// the gate object goes (a frame passes them once hold times have passed); detachPfcGate removes
-// them.
+// namespace), with its ingress tagger (which marks each frame with the port it came in on, so
+// that a held frame names the port that fed the queue), replacing a gate already there. kNotFound
+// names a missing port; kPermissionDenied without root; kNotSupported when the kernel refuses the
+// program. The filters stay attached after the gate object goes (a frame passes them once hold
+// times have passed); detachPfcGate removes them.
 core::Result<std::unique_ptr<PfcGate>> openPfcGate(const std::vector<std::string>& ports,
                                                    const PfcGateConfig& config);
 
-// Removes the gate's filter from a port of the calling thread's namespace; OK when there is none.
+// Removes the gate's filters (egress and ingress) from a port of the calling thread's namespace;
+// OK when there are none.
 core::Status detachPfcGate(const std::string& ifname);
 
 }  // namespace fabric_chaos::sys

@@ -14,6 +14,14 @@ typedef unsigned int fc_pfc_u32;
 #define FC_PFC_MAX_FRAME 1536
 
 #define FC_PFC_PROG_NAME "fc_pfc_gate"
+#define FC_PFC_INGRESS_PROG_NAME "fc_pfc_ingress"
+/* What the ingress program (on every port's clsact ingress) writes into the mark of a frame that
+ * has none: this tag in the high 16 bits, the port's ifindex in the low 16. It lives as long as
+ * the frame stays in the switch's namespace (a veth crossing into another clears it), so that the
+ * egress gate knows which port a frame came in on even when a bridge routed it, where skb_iif
+ * names the bridge. */
+#define FC_PFC_INGRESS_TAG 0xfcd40000u
+#define FC_PFC_INGRESS_TAG_MASK 0xffff0000u
 #define FC_PFC_HOLD_MAP "fc_pfc_hold"
 #define FC_PFC_COUNTS_MAP "fc_pfc_counts"
 #define FC_PFC_HELD_MAP "fc_pfc_held"
@@ -42,9 +50,9 @@ struct fc_pfc_counts {
 
 /* A held frame, as the program writes it into the ring. */
 struct fc_pfc_held_frame {
-  fc_pfc_u32 ifindex;
+  fc_pfc_u32 ifindex;         /* the port it was leaving */
   fc_pfc_u32 priority;
   fc_pfc_u32 length;
-  fc_pfc_u32 reserved;
+  fc_pfc_u32 ingress_ifindex; /* the port it came in on: who fed the paused queue */
   unsigned char data[FC_PFC_MAX_FRAME];
 };

@@ -163,7 +163,8 @@ core::Result<std::unique_ptr<RawPacketReceiver>> openRawPacketReceiver(const std
 }
 
 core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname,
-                                                                   uint32_t mark) {
+                                                                   uint32_t mark,
+                                                                   bool bypass_qdisc) {
   // Protocol 0: send-only, nothing received is queued on this socket.
   auto bound = boundPacketSocket(ifname, 0);
   if (!bound.isOk()) return bound.status();
@@ -176,6 +177,12 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
                           "marking the frames sent on " + ifname + " needs CAP_NET_ADMIN", err);
     }
     return core::errnoStatus(err, "cannot set SO_MARK on the packet socket for " + ifname);
+  }
+  const int bypass = 1;
+  if (bypass_qdisc &&
+      ::setsockopt(fd.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &bypass, sizeof(bypass)) != 0) {
+    return core::errnoStatus(errno,
+                             "cannot set PACKET_QDISC_BYPASS on the packet socket for " + ifname);
   }
   ifreq request;
   std::memset(&request, 0, sizeof(request));

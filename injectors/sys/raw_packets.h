@@ -34,8 +34,12 @@ class RawPacketSocket {
 // filter on the port can tell them apart. kNotFound names the interface; kPermissionDenied
 // without CAP_NET_RAW; kInvalidArgument for a name the kernel could not hold; kNotSupported for a
 // device that is not Ethernet (lo, tun).
+// `bypass_qdisc` (PACKET_QDISC_BYPASS) hands frames straight to the driver, past the port's
+// queues and its tc egress filters: how a switch sends MAC Control frames, which do not wait
+// behind the traffic of a congested port.
 core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::string& ifname,
-                                                                   uint32_t mark = 0);
+                                                                   uint32_t mark = 0,
+                                                                   bool bypass_qdisc = false);
 
 // A frame a receiver read.
 struct ReceivedFrame {

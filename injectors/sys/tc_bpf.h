@@ -32,6 +32,10 @@ struct FilterSlot {
 // held before anything counts it. `tc filter show dev IF egress` lists "pref 1 ... handle 0x3
 // fc_pfc_gate ... direct-action"; a frame it lets through goes on to the next filter.
 inline constexpr FilterSlot kPfcGateSlot{BPF_TC_EGRESS, 3, 1};
+// The PFC gate's ingress tagger on the same ports: first on ingress, so that the port a frame came
+// in on is known before anything else runs. `tc filter show dev IF ingress` lists "pref 1 ...
+// handle 0x4 fc_pfc_ingress ... direct-action".
+inline constexpr FilterSlot kPfcIngressSlot{BPF_TC_INGRESS, 4, 1};
 // The ECN marker on a modelled port: `tc filter show dev IF egress` lists "pref 2 ... handle 0x1
 // fc_ecn_marker ... direct-action".
 inline constexpr FilterSlot kEcnMarkerSlot{BPF_TC_EGRESS, 1, 2};

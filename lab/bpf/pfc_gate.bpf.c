@@ -6,7 +6,8 @@
  * it, and the switch's PFC agent (app/pfc_switch_cmd.cc) sends it back out of the port, marked,
  * once the pause ends. Everything else continues to the next filter untouched. The host kernel has
  * no plug, prio or mqprio qdisc, and htb keeps a token debt across rate changes: holding in user
- * space is how a paused egress sends nothing and releases at once. One program serves all ports. */
+ * space is how a paused egress sends nothing and releases at once. One program serves all ports.
+ * A second program, on every port's ingress, tags each frame with the port it came in on. */
 
 // libbpf's helper headers need the kernel's types first.
 // clang-format off
@@ -79,7 +80,11 @@ int fc_pfc_gate(struct __sk_buff* skb) {
   held->ifindex = ifindex;
   held->priority = priority;
   held->length = length;
-  held->reserved = 0;
+  /* The port that fed the queue: the ingress program's tag; a frame it did not tag (no tag on
+   * that port, or a mark of someone else's) by skb_iif, which names a bridge, not its port. */
+  held->ingress_ifindex = (skb->mark & FC_PFC_INGRESS_TAG_MASK) == FC_PFC_INGRESS_TAG
+                              ? (skb->mark & ~FC_PFC_INGRESS_TAG_MASK)
+                              : skb->ingress_ifindex;
   /* Bounded again on the register the helper reads, for the verifier (length < 2048). */
   __u32 copy = length & 2047;
   if (copy > FC_PFC_MAX_FRAME) copy = FC_PFC_MAX_FRAME;
@@ -91,6 +96,14 @@ int fc_pfc_gate(struct __sk_buff* skb) {
   bpf_ringbuf_submit(held, 0);
   __sync_fetch_and_add(&counts->held[priority], 1);
   return TC_ACT_STOLEN;
+}
+
+/* On every port's clsact ingress, first: tags an unmarked frame with the port it came in on, for
+ * the gate above (pause propagation, lab/pfc_propagation.h). Never changes the frame's fate. */
+SEC("tc")
+int fc_pfc_ingress(struct __sk_buff* skb) {
+  if (skb->mark == 0 && skb->ifindex <= 0xffff) skb->mark = FC_PFC_INGRESS_TAG | skb->ifindex;
+  return TC_ACT_UNSPEC;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1232,7 +1232,9 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal(await page.locator(`${tid('compare-plot')} .fc-window.fault-b`).count(), 1);
 
     const rows = page.locator(tid('delta-row'));
-    assert.equal(await rows.count(), 3 + 6, 'score, baseline busbw, duration and six per step');
+    assert.equal(await rows.count(), 3 + 7, 'score, baseline busbw, duration and seven per step');
+    const firstProgress = await page.locator(tid('delta-row')).filter({ hasText: 'step 0 first progress' }).count();
+    assert.equal(firstProgress, 1, 'the first-progress row');
     const scoreCells = await rows.first().locator('td').allTextContents();
     const fmt = (v) => (typeof v === 'number' ? v.toFixed(1) : '–');
     assert.deepEqual(scoreCells.slice(0, 3), ['score', fmt(a.score), fmt(b.score)]);

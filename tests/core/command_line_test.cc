@@ -156,5 +156,12 @@ TEST(FlagInteger, ParsesAllOfTheTextWithinTheRange) {
   }
 }
 
+TEST(CommaList, ItemsAreTrimmedAndEmptyOnesDropped) {
+  EXPECT_EQ(splitCommaList(" p0, p1 ,,\tup0 ,"), (std::vector<std::string>{"p0", "p1", "up0"}));
+  EXPECT_TRUE(splitCommaList("").empty());
+  EXPECT_TRUE(splitCommaList(" , ,").empty());
+  EXPECT_EQ(splitCommaList("a"), std::vector<std::string>{"a"});
+}
+
 }  // namespace
 }  // namespace fabric_chaos::core

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -183,11 +184,12 @@ class RawPacketsTest : public ::testing::Test {
   }
 
   // openRawPacketSocket in ns a.
-  core::Result<std::unique_ptr<sys::RawPacketSocket>> openInA(const std::string& ifname) {
+  core::Result<std::unique_ptr<sys::RawPacketSocket>> openInA(const std::string& ifname,
+                                                              bool bypass_qdisc = false) {
     core::Result<std::unique_ptr<sys::RawPacketSocket>> result =
         core::Status(core::StatusCode::kInternal, "not run");
     core::Status ran = sys::runInNetns(ns_a_, [&] {
-      result = sys::openRawPacketSocket(ifname);
+      result = sys::openRawPacketSocket(ifname, 0, bypass_qdisc);
       return core::Status::ok();
     });
     if (!ran.isOk()) return ran;
@@ -272,6 +274,50 @@ TEST_F(RawPacketsTest, TwoHundredPfcFramesArriveAtThePeerByteForByte) {
   }
   std::printf("tshark in %s saw %zu of %d PFC frames (dst 01:80:c2:00:00:01, opcode 0x0101)\n",
               ns_b_.c_str(), seen.size(), kFrames);
+}
+
+// `tc -s qdisc show dev va` in ns a: the root qdisc's "Sent N bytes M pkt".
+int64_t rootQdiscPackets(const std::string& ns) {
+  const std::string out = runShell("tc -s -n " + ns + " qdisc show dev va").out;
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(R"(Sent \d+ bytes (\d+) pkt)"))) return -1;
+  return std::stoll(m[1]);
+}
+
+// A switch's PFC frames must not wait behind its congested queues: with PACKET_QDISC_BYPASS they
+// reach the peer and the port's qdisc never counts them; without it, it does. (The qdisc also
+// counts what the namespace sends by itself, IPv6 neighbour discovery: hence a margin of a few.)
+TEST_F(RawPacketsTest, BypassingTheQdiscSendsPastThePortsQueues) {
+  ASSERT_EQ(runShell("tc -n " + ns_a_ + " qdisc replace dev va root bfifo limit 100000").exit_code,
+            0);
+  auto bypassing = openInA("va", true);
+  ASSERT_TRUE(bypassing.isOk()) << bypassing.status().toString();
+  auto queued = openInA("va");
+  ASSERT_TRUE(queued.isOk()) << queued.status().toString();
+  TsharkCapture tshark(ns_b_, "vb");
+  ASSERT_TRUE(tshark.waitUntilCapturing([&] { sendProbe(**queued); })) << tshark.output();
+  const int64_t before = rootQdiscPackets(ns_a_);
+  const auto frame = injectors::buildPfcFrame((*bypassing)->mac(), injectors::pfcPause(0x08, 7));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*bypassing)->send(frame.data(), frame.size()).isOk()) << i;
+    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  testing::waitFor([&] { return tshark.pfcFrames().size() >= 200; }, scaledMs(10000));
+  const int64_t after_bypass = rootQdiscPackets(ns_a_);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*queued)->send(frame.data(), frame.size()).isOk());
+  testing::waitFor([&] { return tshark.pfcFrames().size() >= 220; }, scaledMs(10000));
+  const int64_t after_queued = rootQdiscPackets(ns_a_);
+  tshark.stop();
+  std::printf(
+      "bfifo on va counted %lld packets before, %lld after 200 bypassing frames, %lld after "
+      "20 queued ones; tshark on vb saw %zu PFC frames\n",
+      static_cast<long long>(before), static_cast<long long>(after_bypass),
+      static_cast<long long>(after_queued), tshark.pfcFrames().size());
+  ASSERT_GE(before, 0);
+  EXPECT_EQ(tshark.pfcFrames().size(), 220u);
+  EXPECT_LT(after_bypass - before, 5) << "bypassing frames went through the qdisc";
+  EXPECT_GE(after_queued - after_bypass, 20);
+  EXPECT_LT(after_queued - after_bypass, 25);
 }
 
 TEST_F(RawPacketsTest, AnUnknownInterfaceIsNotFound) {

@@ -305,5 +305,34 @@ TEST(PfcWatchdog, ParsesSonicsActionsAndRanges) {
   EXPECT_FALSE(parsePfcWatchdog("drop:1:2:3").isOk());
 }
 
+TEST(PfcSwitchModel, AQueueKnowsThePortsItsFramesCameInOnUntilItEmpties) {
+  PfcSwitchModel model = twoPorts();
+  EXPECT_TRUE(model.queueLoads().empty());
+  model.onPauseFrame(0, pfcPause(0x08, 1000), 0);
+  model.onHeld(0, 3, frame(100, 1), 1);
+  model.onHeld(0, 3, frame(200, 2), 1);
+  model.onHeld(0, 3, frame(300, 3));    // the switch's own: no ingress port
+  model.onHeld(0, 3, frame(50, 4), 7);  // not a port of this switch: ignored as a feeder
+  auto loads = model.queueLoads();
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0].port, 0u);
+  EXPECT_EQ(loads[0].priority, 3);
+  EXPECT_EQ(loads[0].bytes, 650);
+  EXPECT_EQ(loads[0].fed_by, std::vector<size_t>{1});
+  // A frame that does not fit the 3000-byte buffer is dropped, and does not make its port a
+  // feeder.
+  model.onHeld(0, 3, frame(2500, 5), 0);
+  EXPECT_EQ(model.queueLoads()[0].fed_by, std::vector<size_t>{1});
+  // Released: nothing queued, nothing fed.
+  std::vector<HoldChange> opened;
+  EXPECT_EQ(model.due(5'120'000, opened).size(), 1u);
+  EXPECT_TRUE(model.queueLoads().empty());
+  model.onPauseFrame(0, pfcPause(0x08, 1000), 6 * kMs);
+  model.onHeld(0, 3, frame(100, 6), 0);
+  loads = model.queueLoads();
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0].fed_by, std::vector<size_t>{0}) << "the earlier feeder was forgotten";
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab

@@ -181,7 +181,8 @@ export async function runView(ctx, id) {
     const steps = analysis.steps || [];
     stepsSlot.replaceChildren();
     if (steps.length) {
-      stepsSlot.append(el('table', { class: 'metrics', testid: 'steps-table' },
+      // In a scroller of its own: thirteen columns can be wider than the page.
+      stepsSlot.append(el('div', { class: 'table-scroll' }, el('table', { class: 'metrics', testid: 'steps-table' },
         el('thead', {}, el('tr', {}, ['step', 'fault', 'window', 'retained', 'worst busbw', 'detect', 'recover', 'longest stall',
           'p99 iteration (base → fault)', 'hottest queue', 'paused (PFC)', 'survived', 'score'].map((h) => el('th', {}, h)))),
         el('tbody', {}, steps.map((s) => el('tr', { testid: 'step-row' },
@@ -196,7 +197,7 @@ export async function runView(ctx, id) {
           el('td', { class: 'small', testid: 'step-hottest-queue' }, fmtHottestQueue(s.hottest_queue)),
           el('td', { class: 'small', testid: 'step-paused-queues' }, fmtPausedQueues(s)),
           el('td', {}, s.survived ? 'yes' : 'no'),
-          el('td', { class: 'num' }, fmtNumber(s.score)))))));
+          el('td', { class: 'num' }, fmtNumber(s.score))))))));
     } else {
       stepsSlot.append(el('p', { class: 'muted' }, isFinal(current.state) ? 'No per-step metrics.' : 'Computed when the run ends.'));
     }
