@@ -94,7 +94,7 @@ Fabric leafSpineLab() {
 }
 
 // The built-ins written for the leaf-spine lab.
-const std::set<std::string> kLeafSpineScenarios = {"hot-spot-uplink"};
+const std::set<std::string> kLeafSpineScenarios = {"hot-spot-uplink", "pfc-storm-spread"};
 
 // Every declared kind, with the parameters checked against its declaration, as the agent's
 // validation starts: the library cannot use a parameter the kinds do not declare.
@@ -149,6 +149,7 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("pfc-storm-watchdog-forward"));
   EXPECT_TRUE(names.count("pfc-disabled-on-host"));
   EXPECT_TRUE(names.count("pfc-storm-roce"));
+  EXPECT_TRUE(names.count("pfc-storm-spread"));
 }
 
 TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {
@@ -218,6 +219,37 @@ TEST(LibraryTest, HotSpotUplinkSteersElephantsFromH2ToH5OverOneOfL0sUplinks) {
             "traffic from fcl-h2/eth0 to fcl-h5/eth0 via fcl-l0/up0 or fcl-l0/up1");
   // On the default star lab it is refused at submission: there is no uplink to aim at.
   EXPECT_FALSE(planFaults(s, netnsLab()).isOk());
+}
+
+// Written for `lab up --topology leaf-spine --leaves 2 --spines 1 --hosts-per-leaf 2`: the
+// storming host is no ring member but shares a leaf with one, and the lossless incast that fills
+// its paused port comes from a ring member behind the other leaf.
+TEST(LibraryTest, PfcStormSpreadStormsAHostOutsideTheJobBehindALeafItUses) {
+  const Scenario s = load("pfc-storm-spread.json");
+  const Fabric fabric = lab::describeLeafSpine("netns-lab", "fcl", lab::LeafSpineShape{2, 1, 2, 1});
+  ASSERT_EQ(s.steps.size(), 2u);
+  EXPECT_EQ(s.workload.dscp, 26);
+  EXPECT_EQ(s.workload.hosts, (std::vector<std::string>{"h0", "h1", "h2"}));
+  EXPECT_EQ(s.steps[0].kind, "incast");
+  EXPECT_EQ(s.steps[0].params.at("dscp"), 26) << "the incast must fill the paused class";
+  EXPECT_EQ(s.steps[1].kind, "pfc_storm");
+  // The storm starts after the incast's flows are up, and ends before them.
+  EXPECT_GT(s.steps[1].at_ms, s.steps[0].at_ms);
+  EXPECT_LT(s.steps[1].at_ms + s.steps[1].duration_ms, s.steps[0].at_ms + s.steps[0].duration_ms);
+  auto plan = planFaults(s, fabric);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->size(), 2u);
+  EXPECT_EQ(injectors::describe((*plan)[0].target.target),
+            "traffic from fcl-h1/eth0 to fcl-h3/eth0");
+  EXPECT_EQ(injectors::describe((*plan)[1].target.target), "fcl-h3/eth0");
+  auto leafOf = [&](const std::string& host) {
+    for (const Host& h : fabric.hosts) {
+      if (h.name == host) return h.labels.at("leaf");
+    }
+    return std::string();
+  };
+  EXPECT_EQ(leafOf("h3"), leafOf("h2"));
+  EXPECT_NE(leafOf("h3"), leafOf("h1"));
 }
 
 TEST(LibraryTest, Incast4to1SendsFromEveryOtherHostIntoH3) {
