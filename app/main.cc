@@ -28,6 +28,7 @@ Commands:
   pfc-emit   send 802.1Qbb PFC pause frames on an interface (the pfc_storm fault's emitter)
   pfc-switch the PFC agent of a lab switch: ports pause on the 802.1Qbb frames they receive
   traffic    TCP traffic: traffic sink | traffic source (the incast/hot-spot aggressor)
+  fabric     fabric import --ibnetdiscover FILE: an InfiniBand subnet's description
   --version  print the version
   --help     this text
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   if (command == "pfc-emit") return fabric_chaos::app::pfcEmitMain(argc - 1, argv + 1);
   if (command == "pfc-switch") return fabric_chaos::app::pfcSwitchMain(argc - 1, argv + 1);
   if (command == "traffic") return fabric_chaos::app::trafficMain(argc - 1, argv + 1);
+  if (command == "fabric") return fabric_chaos::app::fabricMain(argc - 2, argv + 2);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -30,6 +30,9 @@ packages=(
   perftest
   # the dashboard's browser tests drive Debian's chromium (playwright-core never downloads one)
   chromium sqlite3
+  # the simulated InfiniBand subnet (docs/ib.md): ibsim and its umad2sim preload, OpenSM as the
+  # subnet manager, and infiniband-diags (sminfo, ibnetdiscover, saquery) as its observers
+  ibsim-utils opensm infiniband-diags
 )
 # Node.js builds the dashboard (uPlot from npm). Debian's nodejs/npm unless a newer one is there.
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -54,6 +57,11 @@ else
   # but only when this script installed bird2 (an operator's own BIRD is left alone).
   if printf '%s\n' "${missing[@]}" | grep -qx bird2 && [ -d /run/systemd/system ]; then
     systemctl disable --now bird.service >/dev/null 2>&1 || true
+  fi
+  # Likewise OpenSM (opensm.service): the IB lab runs its own, attached to the simulator; one on
+  # the machine's own HCAs is the operator's to start. Only when this script installed it.
+  if printf '%s\n' "${missing[@]}" | grep -qx opensm && [ -d /run/systemd/system ]; then
+    systemctl disable --now opensm.service >/dev/null 2>&1 || true
   fi
 fi
 

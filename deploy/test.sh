@@ -61,11 +61,13 @@ fc_configure build-test "${debug_flags[@]}" -DFC_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs" --target fabric-chaos store_batch_bench inject_bench lab_model_bench \
   $(tier_targets build-test -LE 'unit|soak')
 
-stage "privileged and browser tiers"
+stage "privileged, browser and ibsim tiers"
 # First, with nothing else on the CPU: these tests compare scheduled, observed and recovered
 # timings, and a compiler starting or stopping between a run's baseline and its recovery window
 # shifts the workload's bandwidth by more than the 10 % that "recovered" allows.
-(cd build-test && FC_ARTIFACTS="$artifacts" ctest -L 'privileged|browser' -LE 'vm|soak' \
+# The ibsim tier (a simulated InfiniBand subnet, tests/ib/) runs here too: its OpenSM and ibsim
+# sleep between MADs, so they take no CPU from the timed tests.
+(cd build-test && FC_ARTIFACTS="$artifacts" ctest -L 'privileged|browser|ibsim' -LE 'vm|soak' \
   --output-on-failure --output-junit "$artifacts/tiers-privileged.xml") || status=1
 
 stage "vm tier (soak is left to bench-style runs: ctest -L soak)"
