@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${FC_FUZZ_SECONDS:-60}
 build=${FC_FUZZ_BUILD_DIR:-build-fuzz}
-targets=(fuzz_scenario fuzz_topology fuzz_api)
+targets=(fuzz_scenario fuzz_topology fuzz_api fuzz_ibnetdiscover)
 build_only=0
 prebuilt=0
 [ "${1:-}" = "--build-only" ] && build_only=1

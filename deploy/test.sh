@@ -44,7 +44,8 @@ fi
 CC=clang-14 CXX=clang++-14 fc_configure build-asan "${debug_flags[@]}" -DFC_WERROR=ON -DFC_FUZZ=ON \
   >/dev/null
 # fabric-chaos too: process-level unit tests start the real binary.
-cmake --build build-asan -j"$jobs" --target fabric-chaos fuzz_scenario fuzz_topology fuzz_api \
+cmake --build build-asan -j"$jobs" --target fabric-chaos \
+  fuzz_scenario fuzz_topology fuzz_api fuzz_ibnetdiscover \
   $(tier_targets build-asan -L unit)
 
 status=0

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -43,10 +44,41 @@ Status lineError(size_t line, const std::string& what) {
   return Status(StatusCode::kInvalidArgument, "line " + std::to_string(line) + ": " + what);
 }
 
+// Decimal digits (the regexes matched \d+) up to `max`; nullopt past it.
+std::optional<int64_t> decimal(const std::string& digits, int64_t max) {
+  int64_t value = 0;
+  for (char c : digits) {
+    value = value * 10 + (c - '0');
+    if (value > max) return std::nullopt;
+  }
+  return value;
+}
+
+// A LID (16 bits) from a regex group; nullopt when the group did not match or is out of range.
 std::optional<uint16_t> lidAt(const std::smatch& m, size_t i) {
   if (!m[i].matched) return std::nullopt;
-  return static_cast<uint16_t>(std::stoul(m[i].str()));
+  const auto value = decimal(m[i].str(), 0xffff);
+  if (!value) return std::nullopt;
+  return static_cast<uint16_t>(*value);
 }
+
+// Text that goes into the subnet's JSON must be UTF-8, and a node description is 64 bytes of
+// whatever its node says: bytes that do not form UTF-8 become '?'.
+std::string utf8OrReplaced(std::string text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return text;
+  } catch (const nlohmann::json::exception&) {
+    for (char& c : text) {
+      if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+    }
+    return text;
+  }
+}
+
+// Port numbers and port counts: a switch has at most 255 ports (254 plus port 0).
+constexpr int64_t kMaxPort = 255;
+constexpr size_t kMaxLine = 4096;
 
 // The comment of a port line. A switch's: `"remote description" lid R RATE`; a channel
 // adapter's: `lid L lmc M "remote description" lid R RATE`.
@@ -57,7 +89,7 @@ void readPortComment(const std::string& comment, RawPort& port) {
   if (std::regex_search(comment, m, own)) port.lid = lidAt(m, 1);
   if (std::regex_search(comment, m, remote)) {
     port.remote_lid = lidAt(m, 1);
-    port.rate = m[2].str();
+    port.rate = utf8OrReplaced(m[2].str());
   }
 }
 
@@ -82,6 +114,11 @@ core::Result<IbSubnet> parseIbnetdiscover(const std::string& text) {
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // libstdc++'s regex recurses per character: a line far longer than any ibnetdiscover writes
+    // (under 200 characters) is refused before it meets one.
+    if (line.size() > kMaxLine) {
+      return lineError(number, "longer than " + std::to_string(kMaxLine) + " characters");
+    }
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first);
@@ -97,11 +134,13 @@ core::Result<IbSubnet> parseIbnetdiscover(const std::string& text) {
       node.type = kind == "Switch" ? IbNodeType::kSwitch
                   : kind == "Ca"   ? IbNodeType::kChannelAdapter
                                    : IbNodeType::kRouter;
-      node.ports = std::stoi(m[2].str());
+      const auto ports = decimal(m[2].str(), kMaxPort);
+      if (!ports) return lineError(number, "a port count above " + std::to_string(kMaxPort));
+      node.ports = static_cast<int>(*ports);
       node.id = m[3].str();
       const std::string comment = m[4].str();
       std::smatch d;
-      if (std::regex_search(comment, d, description)) node.description = d[1].str();
+      if (std::regex_search(comment, d, description)) node.description = utf8OrReplaced(d[1].str());
       if (std::regex_search(comment, d, base_lid)) node.lid = lidAt(d, 1);
       // The GUID line comes first; without one, the id's hex part ("S-0000000000200001").
       std::optional<uint64_t> guid = pending_guid;
@@ -123,10 +162,15 @@ core::Result<IbSubnet> parseIbnetdiscover(const std::string& text) {
       RawPort port;
       port.line = number;
       port.node_guid = subnet.nodes[*current].guid;
-      port.port = std::stoi(m[1].str());
+      const auto local = decimal(m[1].str(), kMaxPort);
+      const auto remote_port = decimal(m[4].str(), kMaxPort);
+      if (!local || !remote_port) {
+        return lineError(number, "a port number above " + std::to_string(kMaxPort));
+      }
+      port.port = static_cast<int>(*local);
       if (m[2].matched) port.port_guid = hexNumber(m[2].str());
       port.remote_id = m[3].str();
-      port.remote_port = std::stoi(m[4].str());
+      port.remote_port = static_cast<int>(*remote_port);
       if (m[5].matched) port.remote_port_guid = hexNumber(m[5].str());
       readPortComment(m[6].str(), port);
       ports.push_back(std::move(port));

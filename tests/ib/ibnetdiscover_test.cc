@@ -106,6 +106,23 @@ TEST(Ibnetdiscover, ExtendedPortNumbersAndCarriageReturnsAreRead) {
   EXPECT_EQ(subnet->nodes[1].description, "node a mlx5_0");
 }
 
+// A node description is 64 bytes of whatever the node says; the JSON must still be UTF-8. (Found
+// by fuzz_ibnetdiscover: the import crashed serialising one.)
+TEST(Ibnetdiscover, ADescriptionThatIsNotUtf8KeepsItsAsciiAndSerialises) {
+  const std::string text =
+      "switchguid=0x10(10)\nSwitch\t8 \"S-0000000000000010\"\t\t# \"leaf \xf8\xf8 "
+      "caf\xc3\xa9\" base port 0 lid 9 lmc 0\n";
+  auto subnet = parseIbnetdiscover(text);
+  ASSERT_TRUE(subnet.isOk()) << subnet.status().toString();
+  ASSERT_EQ(subnet->nodes.size(), 1u);
+  EXPECT_EQ(subnet->nodes[0].description, "leaf ?? caf??");
+  EXPECT_NO_THROW((void)toJson(*subnet).dump());
+  // Valid UTF-8 stays as it is.
+  subnet = parseIbnetdiscover("Switch\t8 \"S-0000000000000010\"\t\t# \"caf\xc3\xa9\"\n");
+  ASSERT_TRUE(subnet.isOk());
+  EXPECT_EQ(subnet->nodes[0].description, "caf\xc3\xa9");
+}
+
 TEST(Ibnetdiscover, BrokenInputNamesItsLine) {
   auto bad = parseIbnetdiscover("Switch 8 S-no-quotes\n");
   ASSERT_FALSE(bad.isOk());
@@ -125,6 +142,15 @@ TEST(Ibnetdiscover, BrokenInputNamesItsLine) {
   bad = parseIbnetdiscover("Switch\t8 \"S-1\"\nSwitch\t8 \"S-1\"\n");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("defined twice"), std::string::npos);
+  bad = parseIbnetdiscover("Switch\t300 \"S-1\"\n");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("line 1: a port count above 255"), std::string::npos);
+  bad = parseIbnetdiscover("Switch\t8 \"S-1\"\n[99999999999999999999]\t\"S-1\"[1]\n");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("line 2: a port number above 255"), std::string::npos);
+  bad = parseIbnetdiscover("# ok\n" + std::string(5000, 'x') + "\n");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("line 2: longer than 4096 characters"), std::string::npos);
   // Nothing at all is an empty subnet, not an error.
   auto empty = parseIbnetdiscover("");
   ASSERT_TRUE(empty.isOk());
