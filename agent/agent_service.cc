@@ -304,6 +304,19 @@ Status checkTargetAllowed(const injectors::Target& target, const std::vector<std
     }
     return Status::ok();
   }
+  const injectors::TargetType type = injectors::typeOf(target);
+  if (type == injectors::TargetType::kIbPort || type == injectors::TargetType::kSubnetManager) {
+    // Listed by their lock key ("ib/<netns>/<node>/<port>", "sm/node/<node>/<netns>"): the
+    // serve allowlist derives them from the IB fabrics it knows.
+    const std::string key = injectors::lockKeys(target).front();
+    if ((allowed.empty() && empty_allows_any) ||
+        std::find(allowed.begin(), allowed.end(), key) != allowed.end()) {
+      return Status::ok();
+    }
+    return Status(StatusCode::kPermissionDenied,
+                  "fault target " + injectors::describe(target) + " (" + key +
+                      ") is not on this agent's allowlist; " + std::string(remedy));
+  }
   const injectors::InterfaceTarget* interface = injectors::interfaceOf(target);
   if (interface == nullptr) {
     // The allowlist names interfaces only; until a fault family acting on other targets brings

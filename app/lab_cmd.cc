@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "app/cli.h"
+#include "app/ib_lab_cmd.h"
 #include "core/command_line.h"
 #include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/sys/command.h"
@@ -16,7 +17,7 @@ namespace fabric_chaos::app {
 namespace {
 
 constexpr const char* kLabUsage =
-    R"(Usage: fabric-chaos lab <up|down|status> [--kind netns|vm] [options]
+    R"(Usage: fabric-chaos lab <up|down|status> [--kind netns|vm|ib] [options]
 
   up       build the lab: N hosts cabled to one bridge switch, or a leaf-spine fabric
   down     remove everything the lab made
@@ -27,9 +28,12 @@ Kinds:
   vm       hosts are qemu VMs vm0.. running Debian's 6.12 kernel (netem, Soft-RoCE), cabled
            through taps to bridge br0 in namespace fcv-sw0; each runs this binary as its agent,
            reachable on 127.0.0.1:7100+i. Needs deploy/vm/fetch-kernel.sh once. See docs/vm-lab.md.
+  ib       a simulated InfiniBand subnet: ibsim runs a fat tree of IB switches and channel
+           adapters h0.. in namespace fcib-subnet, and 1-3 OpenSM instances manage it, with
+           priorities 14, 13, 12. Fabric "ib-lab". See docs/ib.md.
 
 Options:
-  --kind KIND        netns or vm (default netns)
+  --kind KIND        netns, vm or ib (default netns)
   --hosts N          number of hosts for `up` (netns: default 4, 2..64; vm: default 2, 2..32)
   --state-dir DIR    where the fabric description is written (default /run/fabric-chaos)
 
@@ -65,6 +69,20 @@ Switch port model (either kind and topology; without it ports run as fast as the
                      ignores its pauses, forward ignores its pauses, alert only counts; it ends
                      RESTORE_MS (default 200, 100-60000) after the last pause frame
 
+IB lab (--kind ib; --topology fat-tree, the default):
+  --leaves L, --spines S, --hosts-per-leaf H
+                     the fat tree: every leaf cabled to every spine, H channel adapters per leaf
+                     (defaults 2, 2, 2)
+  --switch-ports P   ports per switch (default 36, 2..254)
+  --subnet-managers N
+                     OpenSM instances, 1-3 (default 2): sm0 on h0 is master, the others stand
+                     by, each on a different leaf while there are leaves
+  --sm-polling-ms MS, --sm-retries N
+                     how often a standby polls the master and how many misses make it take over
+                     (OpenSM's sminfo_polling_timeout and polling_retry_number; defaults 10000
+                     and 4, OpenSM's own; 1000 and 2 fail over in about 3.5 s)
+  --ready-timeout S  seconds the subnet may take to come up (default 60)
+
 VM lab only:
   --cache-dir DIR    guest kernel and initramfs (default /var/cache/fabric-chaos/vm)
   --mem MB           memory per VM (default 768)
@@ -78,12 +96,32 @@ VM lab only:
 )";
 
 core::FlagRules labFlagRules() {
-  core::FlagRules rules{
-      {"kind",           "hosts",        "state-dir", "cache-dir", "mem",           "agent-command",
-       "guest-init",     "boot-timeout", "base-port", "topology",  "leaves",        "spines",
-       "hosts-per-leaf", "rails",        "link-rate", "buffer",    "lossless-dscp", "ecn",
-       "pfc-priority",   "pfc-watchdog"},
-      {"help", "no-agent", "pfc"}};
+  core::FlagRules rules{{"kind",
+                         "hosts",
+                         "state-dir",
+                         "cache-dir",
+                         "mem",
+                         "agent-command",
+                         "guest-init",
+                         "boot-timeout",
+                         "base-port",
+                         "topology",
+                         "leaves",
+                         "spines",
+                         "hosts-per-leaf",
+                         "rails",
+                         "link-rate",
+                         "buffer",
+                         "lossless-dscp",
+                         "ecn",
+                         "pfc-priority",
+                         "pfc-watchdog",
+                         "switch-ports",
+                         "subnet-managers",
+                         "sm-polling-ms",
+                         "sm-retries",
+                         "ready-timeout"},
+                        {"help", "no-agent", "pfc"}};
   rules.positional = true;  // the action
   return rules;
 }
@@ -366,9 +404,20 @@ int labMain(int argc, char** argv) {
     return 2;
   }
   const std::string kind = flags.getOr("kind", "netns");
+  if (kind == "vm" || kind == "netns") {
+    for (const char* ib_only : kIbLabOnlyFlags) {
+      if (flags.has(ib_only)) {
+        std::fprintf(stderr, "fabric-chaos lab: --%s is for the IB lab only (--kind ib)\n",
+                     ib_only);
+        return 2;
+      }
+    }
+  }
   if (kind == "vm") return vmLabMain(flags, action);
   if (kind == "netns") return netnsLabMain(flags, action);
-  std::fprintf(stderr, "fabric-chaos lab: --kind must be netns or vm, not \"%s\"\n", kind.c_str());
+  if (kind == "ib") return ibLabMain(flags, action);
+  std::fprintf(stderr, "fabric-chaos lab: --kind must be netns, vm or ib, not \"%s\"\n",
+               kind.c_str());
   return 2;
 }
 

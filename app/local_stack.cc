@@ -32,12 +32,42 @@ std::string selfExePath() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).string();
 }
 
+std::vector<std::string> ibFaultTargets(const scenarios::Fabric& fabric) {
+  std::vector<std::string> keys;
+  const std::string netns = fabric.ib->simulator ? fabric.ib->simulator->netns : "";
+  auto portKey = [&](const std::string& node, const std::string& port) {
+    try {
+      keys.push_back(
+          injectors::lockKeys(injectors::IbPortTarget{node, std::stoi(port), netns}).front());
+    } catch (const std::exception&) {
+      // Not a port number: not an IB port this fabric could name.
+    }
+  };
+  for (const auto& sw : fabric.switches) {
+    for (const auto& port : sw.ports) portKey(sw.name, port);
+  }
+  for (const auto& link : fabric.links) {
+    // A channel adapter's NIC is "port<N>" (lab/ib_lab_plan.h describeIbLab).
+    const size_t digits = link.nic.find_first_of("0123456789");
+    if (digits != std::string::npos) portKey(link.host, link.nic.substr(digits));
+  }
+  for (const auto& sm : fabric.ib->subnet_managers) {
+    keys.push_back(injectors::lockKeys(injectors::SubnetManagerTarget{"", sm.host, netns}).front());
+  }
+  return keys;
+}
+
 std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>& fabrics) {
   std::set<std::string> names;
   auto add = [&](const std::string& netns, const std::string& ifname) {
     if (!ifname.empty()) names.insert(netns.empty() ? ifname : netns + "/" + ifname);
   };
   for (const auto& fabric : fabrics) {
+    if (fabric.ib) {
+      // An IB subnet's ports and SMs, by their lock keys: its "ports" are not interfaces.
+      for (const std::string& key : ibFaultTargets(fabric)) names.insert(key);
+      continue;
+    }
     for (const auto& host : fabric.hosts) {
       if (!(host.agent.empty() || host.agent == "local")) continue;
       for (const auto& nic : host.nics) add(host.netns, nic.name);
@@ -173,9 +203,11 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
       forwarding(sys::makeKernelForwarding()),
       dcb(sys::makeKernelDcb()),
       pfc_switches(sys::makeProcessPfcSwitchControl()),
-      registry(injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get(), emitters.get(),
-                                        forwarding.get(), dcb.get(), pfc_switches.get()},
-                                       withSelfExe(registry_options, self_exe))),
+      daemons(sys::makeDaemonControl()),
+      registry(
+          injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get(), emitters.get(),
+                                   forwarding.get(), dcb.get(), pfc_switches.get(), daemons.get()},
+                                  withSelfExe(registry_options, self_exe))),
       launcher(sys::makeForkExecLauncher()),
       rdma(sys::makeSysfsRdmaDevices()),
       local_agent(

@@ -17,6 +17,7 @@
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
+#include "injectors/sys/daemon_control.h"
 #include "injectors/sys/dcb.h"
 #include "injectors/sys/emitters.h"
 #include "injectors/sys/forwarding.h"
@@ -39,9 +40,14 @@ std::string selfExePath();
 
 // Every interface the embedded agent may fault on these fabrics, as "netns/ifname" ("ifname" in
 // the initial namespace): each switch port, and each NIC of a host the local agent drives (a host
-// with a remote agent URL is that agent's business: its "eth0" is not this machine's). Sorted,
-// no duplicates.
+// with a remote agent URL is that agent's business: its "eth0" is not this machine's). An IB
+// fabric (one with an "ib" section) contributes ibFaultTargets instead. Sorted, no duplicates.
 std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>& fabrics);
+
+// The lock keys (injectors/model/target.h) of an IB fabric's faultable things: every cabled port
+// of its switches and channel adapters ("ib/<netns>/<node>/<port>") and every SM
+// ("sm/node/<host>/<netns>"). `fabric.ib` must be set.
+std::vector<std::string> ibFaultTargets(const scenarios::Fabric& fabric);
 
 // The namespaces the embedded agent reports netdevs of: its own ("") plus those of the hosts it
 // drives and of every switch (see fabricFaultTargets). Sorted, no duplicates.
@@ -99,6 +105,7 @@ struct LocalStack {
   // pfc_config's backends: NICs' DCB, and the PFC agents of lab switches.
   std::unique_ptr<sys::Dcb> dcb;
   std::unique_ptr<sys::PfcSwitchControl> pfc_switches;
+  std::unique_ptr<sys::DaemonControl> daemons;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

@@ -1,5 +1,7 @@
 #include "injectors/registry.h"
 
+#include "injectors/ib/ib_port_faults.h"
+#include "injectors/ib/sm_failover.h"
 #include "injectors/link/link_flap.h"
 #include "injectors/loss/packet_loss.h"
 #include "injectors/netem/netem.h"
@@ -109,6 +111,12 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
   registry->add(std::make_unique<Incast>(adapters.links, adapters.emitters, options.self_exe));
   registry->add(std::make_unique<HotSpot>(adapters.links, adapters.emitters, adapters.forwarding,
                                           options.self_exe));
+  if (adapters.daemons != nullptr) {
+    registry->add(std::make_unique<SmFailover>(adapters.daemons));
+    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kLinkDown, adapters.daemons));
+    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kLinkFlap, adapters.daemons));
+    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kMadLoss, adapters.daemons));
+  }
   return registry;
 }
 

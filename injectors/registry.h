@@ -14,6 +14,7 @@
 #include "injectors/loss/packet_loss.h"
 
 namespace fabric_chaos::sys {
+class DaemonControl;
 class Dcb;
 class Emitters;
 class Forwarding;
@@ -45,6 +46,8 @@ struct SysAdapters {
   sys::Dcb* dcb = nullptr;                        // NICs' IEEE DCB PFC settings (pfc_config)
   sys::PfcSwitchControl* pfc_switches = nullptr;  // lab switches' PFC agents (pfc_config,
                                                   // pfc_watchdog)
+  // OpenSM and ibsim processes (sm_failover, the IB port kinds); null leaves those kinds out.
+  sys::DaemonControl* daemons = nullptr;
 };
 
 struct RegistryOptions {

@@ -129,13 +129,16 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
 }
 
 Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path, {"host", "link", "labels", "side", "sources", "sink"}));
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path, {"host", "link", "labels", "sm", "side", "sources", "sink"}));
   const json* host = find(obj, "host");
   const json* link = find(obj, "link");
   const json* labels = find(obj, "labels");
-  if ((host != nullptr) + (link != nullptr) + (labels != nullptr) != 1) {
-    return invalid(path, "exactly one of host, link, labels");
+  const json* sm = find(obj, "sm");
+  if ((host != nullptr) + (link != nullptr) + (labels != nullptr) + (sm != nullptr) != 1) {
+    return invalid(path, "exactly one of host, link, labels, sm");
   }
+  if (sm != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*sm, child(path, "sm"), out.sm));
   if (host != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*host, child(path, "host"), out.host));
   if (link != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*link, child(path, "link"), out.link));
   if (labels != nullptr) {
@@ -296,6 +299,7 @@ json targetToJson(const TargetSelector& target) {
   if (!target.host.empty()) out["host"] = target.host;
   if (!target.link.empty()) out["link"] = target.link;
   if (!target.labels.empty()) out["labels"] = target.labels;
+  if (!target.sm.empty()) out["sm"] = target.sm;
   out["side"] = std::string(linkSideName(target.side));
   if (!target.sources.empty()) out["sources"] = target.sources;
   if (!target.sink.empty()) out["sink"] = target.sink;
@@ -341,6 +345,8 @@ std::string TargetSelector::describe() const {
       out += key + "=" + value;
     }
     out += "}";
+  } else if (!sm.empty()) {
+    out = "sm " + sm;
   } else {
     return "(empty selector)";
   }

@@ -32,7 +32,7 @@ enum class LinkSide {
 std::string_view linkSideName(LinkSide side);
 std::optional<LinkSide> parseLinkSide(std::string_view name);
 
-// Exactly one of host / link / labels is set; `side` picks the end of each link it selects.
+// Exactly one of host / link / labels / sm is set; `side` picks the end of each link it selects.
 // Traffic kinds (incast) read the selector as their sink, and `sources` as the hosts that send to
 // it (empty: every other host of the fabric); other kinds refuse `sources`.
 struct TargetSelector {
@@ -44,8 +44,11 @@ struct TargetSelector {
   // A traffic kind's receiving host when the selector names a switch link (hot_spot on an
   // uplink); "" = chosen by the kind (scenarios/step_targets.h).
   std::string sink = {};
-  // "host h1", "link h1-sw0", "labels {rack=r1}"; "host h3 from h0, h1" with sources; "... to h3"
-  // with a sink.
+  // An InfiniBand fabric's subnet manager, for sm_failover: "master" (the highest-priority SM the
+  // fabric declares) or an SM's name ("sm1"). Exclusive with host, link and labels.
+  std::string sm = {};
+  // "host h1", "link h1-sw0", "labels {rack=r1}", "sm master"; "host h3 from h0, h1" with
+  // sources; "... to h3" with a sink.
   std::string describe() const;
 };
 

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "injectors/model/kind_spec.h"
+#include "scenarios/ib_step_targets.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -386,6 +387,7 @@ core::Result<std::vector<ResolvedTarget>> resolveTrafficSet(const FaultStep& ste
 
 core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
                                                              const Fabric& fabric) {
+  if (auto ib = resolveIbStepTargets(step, fabric)) return std::move(*ib);
   const injectors::KindSpec* spec = injectors::findKindSpec(step.kind);
   if (spec != nullptr && spec->target == injectors::TargetType::kTrafficSet) {
     return resolveTrafficSet(step, fabric);

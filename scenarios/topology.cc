@@ -249,8 +249,8 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
-  FC_RETURN_IF_ERROR(
-      checkRoot(doc, "fabric", {"name", "kind", "hosts", "switches", "links", "switch_links"}));
+  FC_RETURN_IF_ERROR(checkRoot(
+      doc, "fabric", {"name", "kind", "hosts", "switches", "links", "switch_links", "ib"}));
   FC_RETURN_IF_ERROR(readRequiredString(doc, "", "name", fabric.name));
   FC_RETURN_IF_ERROR(readString(doc, "", "kind", fabric.kind));
   if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
@@ -279,13 +279,27 @@ Status parseFabric(const json& doc, Fabric& fabric) {
     fabric.links.push_back(std::move(link));
     return Status::ok();
   }));
-  return forEachObject(doc, "", "switch_links", [&](const json& obj, const std::string& p) {
-    SwitchLink link;
-    FC_RETURN_IF_ERROR(parseSwitchLink(obj, p, link));
-    FC_RETURN_IF_ERROR(checkSwitchLink(fabric, link, p));
-    fabric.switch_links.push_back(std::move(link));
-    return Status::ok();
-  });
+  FC_RETURN_IF_ERROR(
+      forEachObject(doc, "", "switch_links", [&](const json& obj, const std::string& p) {
+        SwitchLink link;
+        FC_RETURN_IF_ERROR(parseSwitchLink(obj, p, link));
+        FC_RETURN_IF_ERROR(checkSwitchLink(fabric, link, p));
+        fabric.switch_links.push_back(std::move(link));
+        return Status::ok();
+      }));
+  const json* ib = find(doc, "ib");
+  if (ib == nullptr) return Status::ok();
+  core::Result<IbFabric> parsed = ibFabricFromJson(*ib);
+  if (!parsed.isOk()) return parsed.status();
+  fabric.ib = std::move(*parsed);
+  for (size_t i = 0; i < fabric.ib->subnet_managers.size(); ++i) {
+    const SubnetManagerInstance& sm = fabric.ib->subnet_managers[i];
+    if (fabric.findHost(sm.host) == nullptr) {
+      return invalid(child(element("ib.subnet_managers", i), "host"),
+                     "no host " + sm.host + " in the fabric");
+    }
+  }
+  return Status::ok();
 }
 
 Status unprocessable(const std::string& message) {
@@ -457,11 +471,16 @@ nlohmann::json toJson(const Fabric& fabric) {
     }
     out["switch_links"] = std::move(switch_links);
   }
+  if (fabric.ib) out["ib"] = toJson(*fabric.ib);
   return out;
 }
 
 core::Result<std::vector<ResolvedTarget>> resolveTargets(const TargetSelector& selector,
                                                          const Fabric& fabric) {
+  if (!selector.sm.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "sm: a subnet manager is a target of sm_failover only, not of a link's fault");
+  }
   const int set = !selector.host.empty() + !selector.link.empty() + !selector.labels.empty();
   if (set != 1) {
     return Status(StatusCode::kInvalidArgument,

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/model/target.h"
+#include "scenarios/ib_fabric.h"
 #include "scenarios/model.h"
 
 namespace fabric_chaos::scenarios {
@@ -111,6 +112,9 @@ struct Fabric {
   std::vector<Switch> switches;
   std::vector<Link> links;
   std::vector<SwitchLink> switch_links;  // JSON "switch_links"; empty on a single-switch fabric
+  // JSON "ib": an InfiniBand subnet's managers (scenarios/ib_fabric.h); nullopt elsewhere. Its
+  // hosts are the subnet's channel adapters, its switches the IB switches.
+  std::optional<IbFabric> ib;
 
   const Host* findHost(const std::string& name) const;
   const Switch* findSwitch(const std::string& name) const;

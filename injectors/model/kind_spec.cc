@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "injectors/model/hot_spot_spec.h"
+#include "injectors/model/ib_fault_specs.h"
 #include "injectors/model/incast_spec.h"
 #include "injectors/model/link_flap_spec.h"
 #include "injectors/model/netem_kind_spec.h"
@@ -100,9 +101,10 @@ const ParamSpec* KindSpec::param(std::string_view name) const {
 
 const std::vector<const KindSpec*>& kindSpecs() {
   static const std::vector<const KindSpec*> specs = [] {
-    std::vector<const KindSpec*> all{&hotSpotSpec(),   &incastSpec(),     &linkFlapSpec(),
-                                     &netemKindSpec(), &packetLossSpec(), &pfcConfigSpec(),
-                                     &pfcStormSpec(),  &pfcWatchdogSpec()};
+    std::vector<const KindSpec*> all{&hotSpotSpec(),   &ibLinkDownSpec(),  &ibLinkFlapSpec(),
+                                     &ibMadLossSpec(), &incastSpec(),      &linkFlapSpec(),
+                                     &netemKindSpec(), &packetLossSpec(),  &pfcConfigSpec(),
+                                     &pfcStormSpec(),  &pfcWatchdogSpec(), &smFailoverSpec()};
     std::sort(all.begin(), all.end(),
               [](const KindSpec* a, const KindSpec* b) { return a->kind < b->kind; });
     return all;

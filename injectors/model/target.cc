@@ -18,6 +18,8 @@ constexpr int64_t kMaxPid = 4194304;
 constexpr int64_t kMaxRdmaPort = 255;
 constexpr int64_t kMaxGidIndex = 65535;
 constexpr size_t kMaxGuidDigits = 16;
+// A switch has at most 254 external ports (IBA: port numbers are 8 bits, 255 is reserved).
+constexpr int64_t kMaxIbPort = 254;
 
 struct TypeName {
   TargetType type;
@@ -27,7 +29,7 @@ struct TypeName {
 constexpr TypeName kTypeNames[] = {
     {TargetType::kInterface, "interface"},          {TargetType::kRdmaPort, "rdma_port"},
     {TargetType::kSubnetManager, "subnet_manager"}, {TargetType::kProcess, "process"},
-    {TargetType::kTrafficSet, "traffic_set"},
+    {TargetType::kTrafficSet, "traffic_set"},       {TargetType::kIbPort, "ib_port"},
 };
 
 core::Status malformed(const std::string& field, const std::string& problem) {
@@ -142,11 +144,12 @@ core::Result<Target> rdmaPortFromJson(const json& doc, const std::string& path) 
 }
 
 core::Result<Target> subnetManagerFromJson(const json& doc, const std::string& path) {
-  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "port_guid", "node"}));
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "port_guid", "node", "netns"}));
   if (doc.contains("port_guid") == doc.contains("node")) {
     return malformed(path, "set exactly one of port_guid, node");
   }
   SubnetManagerTarget target;
+  FC_RETURN_IF_ERROR(readString(doc, path, "netns", false, target.netns));
   FC_RETURN_IF_ERROR(readString(doc, path, "port_guid", false, target.port_guid));
   FC_RETURN_IF_ERROR(readString(doc, path, "node", false, target.node));
   if (doc.contains("port_guid") && !isGuid(target.port_guid)) {
@@ -155,6 +158,22 @@ core::Result<Target> subnetManagerFromJson(const json& doc, const std::string& p
   if (doc.contains("node") && target.node.empty()) {
     return malformed(path + ".node", "must be a non-empty string");
   }
+  return Target(std::move(target));
+}
+
+core::Result<Target> ibPortFromJson(const json& doc, const std::string& path) {
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "node", "port", "netns"}));
+  IbPortTarget target;
+  FC_RETURN_IF_ERROR(readString(doc, path, "node", true, target.node));
+  FC_RETURN_IF_ERROR(readString(doc, path, "netns", false, target.netns));
+  // ibsim's console quotes node names: a quote or a bracket would end the name early.
+  if (target.node.find_first_of("\"[]\n") != std::string::npos) {
+    return malformed(path + ".node", "must not contain quotes, brackets or newlines");
+  }
+  std::optional<int64_t> port;
+  FC_RETURN_IF_ERROR(readInt(doc, path, "port", 1, kMaxIbPort, port));
+  if (!port) return malformed(path + ".port", "required");
+  target.port = static_cast<int>(*port);
   return Target(std::move(target));
 }
 
@@ -285,6 +304,7 @@ TargetType typeOf(const Target& target) {
                         [](const SubnetManagerTarget&) { return TargetType::kSubnetManager; },
                         [](const ProcessTarget&) { return TargetType::kProcess; },
                         [](const TrafficSetTarget&) { return TargetType::kTrafficSet; },
+                        [](const IbPortTarget&) { return TargetType::kIbPort; },
                     },
                     target);
 }
@@ -311,7 +331,15 @@ json toJson(const Target& target) {
             return json{{"device", t.device}, {"port", t.port}, {"gid_index", t.gid_index}};
           },
           [](const SubnetManagerTarget& t) {
-            return t.port_guid.empty() ? json{{"node", t.node}} : json{{"port_guid", t.port_guid}};
+            json doc =
+                t.port_guid.empty() ? json{{"node", t.node}} : json{{"port_guid", t.port_guid}};
+            if (!t.netns.empty()) doc["netns"] = t.netns;
+            return doc;
+          },
+          [](const IbPortTarget& t) {
+            json doc{{"node", t.node}, {"port", t.port}};
+            if (!t.netns.empty()) doc["netns"] = t.netns;
+            return doc;
           },
           [](const ProcessTarget& t) {
             return t.pid ? json{{"pid", *t.pid}} : json{{"rank", t.rank.value_or(0)}};
@@ -373,6 +401,8 @@ core::Result<Target> targetFromJson(const json& doc, const std::string& path) {
       return processFromJson(doc, path);
     case TargetType::kTrafficSet:
       return trafficSetFromJson(doc, path);
+    case TargetType::kIbPort:
+      return ibPortFromJson(doc, path);
   }
   return malformed(path + ".type", "unknown target type");
 }
@@ -389,6 +419,9 @@ std::string describe(const Target& target) {
                         [](const SubnetManagerTarget& t) {
                           return t.port_guid.empty() ? "subnet manager on node " + t.node
                                                      : "subnet manager " + t.port_guid;
+                        },
+                        [](const IbPortTarget& t) {
+                          return "IB port " + t.node + "[" + std::to_string(t.port) + "]";
                         },
                         [](const ProcessTarget& t) {
                           return t.pid ? "process " + std::to_string(*t.pid)
@@ -420,9 +453,14 @@ std::vector<std::string> lockKeys(const Target& target) {
             return std::vector<std::string>{"rdma/" + t.device + "/" + std::to_string(t.port)};
           },
           [](const SubnetManagerTarget& t) {
-            return std::vector<std::string>{t.port_guid.empty()
-                                                ? "sm/node/" + t.node
-                                                : "sm/guid/" + canonicalGuid(t.port_guid)};
+            return std::vector<std::string>{(t.port_guid.empty()
+                                                 ? "sm/node/" + t.node
+                                                 : "sm/guid/" + canonicalGuid(t.port_guid)) +
+                                            (t.netns.empty() ? "" : "/" + t.netns)};
+          },
+          [](const IbPortTarget& t) {
+            return std::vector<std::string>{"ib/" + t.netns + "/" + t.node + "/" +
+                                            std::to_string(t.port)};
           },
           [](const ProcessTarget& t) {
             return std::vector<std::string>{t.pid ? "process/pid/" + std::to_string(*t.pid)
@@ -477,7 +515,7 @@ const InterfaceTarget* interfaceOf(const Target& target) {
 core::Result<InterfaceTarget> requireInterface(std::string_view kind, const Target& target) {
   if (const InterfaceTarget* interface = interfaceOf(target)) return *interface;
   const TargetType type = typeOf(target);
-  const char* article = type == TargetType::kRdmaPort ? "an" : "a";
+  const char* article = type == TargetType::kRdmaPort || type == TargetType::kIbPort ? "an" : "a";
   return core::Status(
       core::StatusCode::kInvalidArgument,
       std::string(kind) + " acts on an interface, not on " + article + " " + toString(type));

@@ -34,7 +34,21 @@ struct RdmaPortTarget {
 struct SubnetManagerTarget {
   std::string port_guid;  // "0x0002c903000a1b2c"
   std::string node;       // the SM's node description, e.g. "sm1"
+  // The simulated subnet's namespace, where the SM runs attached to `node` (the IB lab); "" = an
+  // OpenSM on the acting agent's own host.
+  std::string netns = {};
   bool operator==(const SubnetManagerTarget&) const = default;
+};
+
+// One port of an InfiniBand node (a switch or a channel adapter), named by its node description
+// and port number as ibnetdiscover prints them.
+struct IbPortTarget {
+  std::string node;  // "l0", "s1", "h3"
+  int port = 1;      // 1-254
+  // The simulated subnet's namespace, where ibsim models the port (the IB lab); "" = a real
+  // subnet.
+  std::string netns;
+  bool operator==(const IbPortTarget&) const = default;
 };
 
 // One process, named by exactly one of its pid or its workload rank.
@@ -87,17 +101,19 @@ struct TrafficSetTarget {
 std::vector<InterfaceTarget> localEndpoints(const TrafficSetTarget& set);
 
 using Target = std::variant<InterfaceTarget, RdmaPortTarget, SubnetManagerTarget, ProcessTarget,
-                            TrafficSetTarget>;
+                            TrafficSetTarget, IbPortTarget>;
 
-enum class TargetType { kInterface, kRdmaPort, kSubnetManager, kProcess, kTrafficSet };
+enum class TargetType { kInterface, kRdmaPort, kSubnetManager, kProcess, kTrafficSet, kIbPort };
 
 TargetType typeOf(const Target& target);
-// The JSON "type" tag: "interface", "rdma_port", "subnet_manager", "process", "traffic_set".
+// The JSON "type" tag: "interface", "rdma_port", "subnet_manager", "process", "traffic_set",
+// "ib_port".
 std::string toString(TargetType type);
 std::optional<TargetType> parseTargetType(std::string_view name);
 
 // {"type": "interface", "netns": .., "ifname": ..}, {"type": "rdma_port", "device": ..,
-// "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": ..},
+// "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": .., "netns"?},
+// {"type": "ib_port", "node", "port", "netns"?},
 // {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..],
 // "paths"?: [{"port": {..}, "steers": [{"netns", "ingress", "egress"}]}]} (endpoints as
 // {"netns", "ifname"}; paths only when there are some, each with one steer per source; "part"
@@ -109,13 +125,15 @@ nlohmann::json toJson(const Target& target);
 core::Result<Target> targetFromJson(const nlohmann::json& doc, const std::string& path = "target");
 
 // For messages: "fcl-sw0/p1", "eth0", "RDMA port rxe0:1 (gid 0)", "subnet manager 0x..",
+// "IB port l0[3]",
 // "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0" (with paths:
 // "... via fcl-l0/up1" or "... via fcl-l0/up0 or fcl-l0/up1"; parts: "traffic sink eth0" and
 // "traffic from eth0 to 10.201.0.2 (eth0)").
 std::string describe(const Target& target);
 
 // What the target occupies, for target locks and composition: "if/<netns>/<ifname>",
-// "rdma/<device>/<port>", "sm/guid/<guid>" or "sm/node/<node>", "process/pid/<pid>" or
+// "rdma/<device>/<port>", "sm/guid/<guid>" or "sm/node/<node>" (with "/<netns>" when set),
+// "ib/<netns>/<node>/<port>", "process/pid/<pid>" or
 // "process/rank/<rank>"; a traffic set occupies each of its local endpoints (listed once).
 std::vector<std::string> lockKeys(const Target& target);
 

@@ -271,6 +271,24 @@ TEST(CheckTargetAllowed, Rules) {
                 .message()
                 .find("no entries for process targets"),
             std::string::npos);
+  // IB ports and SMs are listed by their lock keys.
+  const injectors::IbPortTarget uplink{"l0", 3, "fcib-subnet"};
+  EXPECT_TRUE(checkTargetAllowed(uplink, {"ib/fcib-subnet/l0/3"}, {}).isOk());
+  const core::Status other_port = checkTargetAllowed(
+      injectors::IbPortTarget{"l0", 4, "fcib-subnet"}, {"ib/fcib-subnet/l0/3"}, {});
+  EXPECT_EQ(other_port.code(), core::StatusCode::kPermissionDenied);
+  EXPECT_NE(other_port.message().find("IB port l0[4] (ib/fcib-subnet/l0/4) is not on this "
+                                      "agent's allowlist"),
+            std::string::npos)
+      << other_port.message();
+  EXPECT_TRUE(checkTargetAllowed(injectors::SubnetManagerTarget{"", "h0", "fcib-subnet"},
+                                 {"sm/node/h0/fcib-subnet"}, {})
+                  .isOk());
+  EXPECT_FALSE(checkTargetAllowed(injectors::SubnetManagerTarget{"", "h0", "fcib-subnet"},
+                                  {"sm/node/h0"}, {})
+                   .isOk());
+  EXPECT_TRUE(checkTargetAllowed(uplink, {}, {}).isOk());  // an agent that allows anything
+  EXPECT_FALSE(checkTargetAllowed(uplink, {}, {}, false).isOk());
   // A traffic set is allowed when every endpoint is, and refused naming the first that is not.
   EXPECT_TRUE(checkTargetAllowed(injectors::TrafficSetTarget{{{"ns", "eth1"}}, {{"ns2", "eth0"}}},
                                  {"ns/eth1", "ns2/eth0"}, {})

@@ -368,6 +368,25 @@ TEST(FabricFaultTargets, EveryLocalHostNicAndEverySwitchPort) {
   EXPECT_TRUE(app::fabricFaultTargets({}).empty());
 }
 
+TEST(FabricFaultTargets, AnIbFabricListsItsPortsAndSmsByLockKey) {
+  scenarios::Fabric ib;
+  ib.name = "ib-lab";
+  ib.kind = "ib";
+  scenarios::Host h0;
+  h0.name = "h0";
+  h0.netns = "fcib-subnet";
+  h0.nics = {{"port1", ""}};
+  ib.hosts.push_back(h0);
+  ib.switches.push_back({"l0", "fcib-subnet", "", {"1", "3"}, {}, std::nullopt});
+  ib.links.push_back({"h0-l0", "h0", "port1", "l0", "1", {}});
+  ib.ib = scenarios::IbFabric{{{"sm0", "h0", 14, "0x0000000000100001", ""}},
+                              scenarios::IbSimulator{"fcib-subnet", "/x/console", "/x.so", "/x"}};
+  EXPECT_EQ(app::fabricFaultTargets({ib, labFabric()}),
+            (std::vector<std::string>{"fcl-h0/eth0", "fcl-h1/eth0", "fcl-sw0/p0", "fcl-sw0/p1",
+                                      "ib/fcib-subnet/h0/1", "ib/fcib-subnet/l0/1",
+                                      "ib/fcib-subnet/l0/3", "sm/node/h0/fcib-subnet"}));
+}
+
 TEST(ParseInterfaceList, NamespacedAndInitialNamespaceEntries) {
   auto list = app::parseInterfaceList("fcl-extra/veth0, eth2,,ns/x");
   ASSERT_TRUE(list.isOk()) << list.status().toString();
