@@ -31,8 +31,15 @@ struct RankSpec {
   int64_t peer_timeout_ms = 10000;
   int64_t reconnect_budget_ms = 30000;
   int64_t max_duration_ms = 600000;  // the rank exits by itself after this long
-  std::string transport = "tcp";     // "tcp" or "verbs" (RC QPs over an RDMA device)
-  int dscp = 0;                      // IPv4 DSCP of the ring's traffic
+  // "tcp", "verbs" (RC QPs over an RDMA device) or "ib_probe" (the IB lab's workload,
+  // workload/ib_probe.h: next_addr is then the port GUID its PathRecords ask for).
+  std::string transport = "tcp";
+  int dscp = 0;  // IPv4 DSCP of the ring's traffic
+  // ib_probe in the IB lab: the simulated node it attaches at (SIM_HOST), through `ib_preload`
+  // (umad2sim), working in `ib_dir`. Empty: a real host's own IB port.
+  std::string ib_node = {};
+  std::string ib_preload = {};
+  std::string ib_dir = {};
 };
 
 // Receives what the ranks report. Called from the agent's reader threads.

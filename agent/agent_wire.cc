@@ -55,7 +55,10 @@ json rankSpecToJson(const RankSpec& spec) {
               {"reconnect_budget_ms", spec.reconnect_budget_ms},
               {"max_duration_ms", spec.max_duration_ms},
               {"transport", spec.transport},
-              {"dscp", spec.dscp}};
+              {"dscp", spec.dscp},
+              {"ib_node", spec.ib_node},
+              {"ib_preload", spec.ib_preload},
+              {"ib_dir", spec.ib_dir}};
 }
 
 core::Result<RankSpec> rankSpecFromJson(const json& doc) {
@@ -63,7 +66,7 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   FC_RETURN_IF_ERROR(
       onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr", "next_port",
                        "message_bytes", "compute_ms", "peer_timeout_ms", "reconnect_budget_ms",
-                       "max_duration_ms", "transport", "dscp"}));
+                       "max_duration_ms", "transport", "dscp", "ib_node", "ib_preload", "ib_dir"}));
   RankSpec spec;
   auto str = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);
@@ -93,8 +96,11 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   FC_RETURN_IF_ERROR(num("max_duration_ms", 0, kBig, spec.max_duration_ms));
   FC_RETURN_IF_ERROR(str("transport", spec.transport));
   FC_RETURN_IF_ERROR(num("dscp", 0, 63, spec.dscp));
-  if (spec.transport != "tcp" && spec.transport != "verbs") {
-    return invalid("transport", "must be \"tcp\" or \"verbs\"");
+  FC_RETURN_IF_ERROR(str("ib_node", spec.ib_node));
+  FC_RETURN_IF_ERROR(str("ib_preload", spec.ib_preload));
+  FC_RETURN_IF_ERROR(str("ib_dir", spec.ib_dir));
+  if (spec.transport != "tcp" && spec.transport != "verbs" && spec.transport != "ib_probe") {
+    return invalid("transport", "must be \"tcp\", \"verbs\" or \"ib_probe\"");
   }
   return spec;
 }

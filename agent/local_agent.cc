@@ -254,6 +254,21 @@ core::Result<std::vector<sys::RdmaPortCounters>> LocalAgent::rdmaCounters() {
 }
 
 std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const RankSpec& spec) {
+  if (spec.transport == "ib_probe") {
+    std::vector<std::string> argv;
+    if (!spec.ib_node.empty()) {
+      // Attached at its simulated node: umad2sim carries its MADs to the lab's ibsim.
+      argv = {"/usr/bin/env", "-C", spec.ib_dir.empty() ? "/" : spec.ib_dir,
+              "SIM_HOST=" + spec.ib_node, "LD_PRELOAD=" + spec.ib_preload};
+    }
+    const std::vector<std::string> probe = {
+        self_exe,       "ib-probe",
+        "--rank",       std::to_string(spec.rank),
+        "--peer-guid",  spec.next_addr,
+        "--duration-s", std::to_string((spec.max_duration_ms + 999) / 1000)};
+    argv.insert(argv.end(), probe.begin(), probe.end());
+    return argv;
+  }
   return {self_exe,
           "workload",
           "--rank",

@@ -21,6 +21,8 @@ int pfcEmitMain(int argc, char** argv);
 int pfcSwitchMain(int argc, char** argv);
 // The TCP traffic generator (app/traffic_cmd.cc); argv[0] is "traffic".
 int trafficMain(int argc, char** argv);
+// The IB lab's workload rank (app/ib_probe_cmd.cc): `ib-probe ...`.
+int ibProbeMain(int argc, char** argv);
 // Fabric descriptions from discovery output (app/fabric_cmd.cc): `fabric import ...`.
 int fabricMain(int argc, char** argv);
 

@@ -29,6 +29,7 @@ Commands:
   pfc-switch the PFC agent of a lab switch: ports pause on the 802.1Qbb frames they receive
   traffic    TCP traffic: traffic sink | traffic source (the incast/hot-spot aggressor)
   fabric     fabric import --ibnetdiscover FILE: an InfiniBand subnet's description
+  ib-probe   probe an InfiniBand subnet's SM and SA every period (the IB lab's workload rank)
   --version  print the version
   --help     this text
 
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   if (command == "pfc-switch") return fabric_chaos::app::pfcSwitchMain(argc - 1, argv + 1);
   if (command == "traffic") return fabric_chaos::app::trafficMain(argc - 1, argv + 1);
   if (command == "fabric") return fabric_chaos::app::fabricMain(argc - 2, argv + 2);
+  if (command == "ib-probe") return fabric_chaos::app::ibProbeMain(argc - 2, argv + 2);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

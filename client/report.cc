@@ -13,7 +13,7 @@ namespace {
 
 // Gates whose verdict names the steps that broke them (scenarios/analysis.cc, checkGates).
 const std::set<std::string> kPerStepGates = {"max_recovery_ms", "min_retained", "max_p99_slowdown",
-                                             "require_survival"};
+                                             "max_sm_takeover_ms", "require_survival"};
 
 std::string fmt(const char* format, double value) {
   char buffer[64];

@@ -13,6 +13,8 @@ packages=(
   # bpf() syscalls and netlink would duplicate it. The marker is built with clang-14 (below).
   libbpf-dev
   libibverbs-dev librdmacm-dev
+  # the IB probe's SMInfo and SA PathRecord MADs (workload/sys/ib_management.cc)
+  libibmad-dev libibumad-dev
   libgtest-dev libgmock-dev
   libssl-dev openssl
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output

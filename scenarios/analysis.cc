@@ -329,7 +329,16 @@ nlohmann::json pausedQueuesJson(const std::vector<PausedQueue>& queues) {
 }  // namespace
 
 void attachObservations(RunAnalysis& analysis, const FabricObservations& observations) {
-  for (StepMetrics& m : analysis.steps) {
+  for (size_t i = 0; i < analysis.steps.size(); ++i) {
+    StepMetrics& m = analysis.steps[i];
+    if (observations.subnet_probed) {
+      double until = observations.observe_end_ms;
+      for (const StepMetrics& later : analysis.steps) {
+        if (later.fault_start_ms > m.fault_start_ms) until = std::min(until, later.fault_start_ms);
+      }
+      m.subnet = subnetRecovery(observations.subnet_events, m.fault_start_ms, m.fault_end_ms,
+                                std::max(until, m.fault_end_ms));
+    }
     if (!observations.telemetry.empty()) {
       m.hottest_queue = hottestQueue(observations.telemetry, m.fault_start_ms, m.fault_end_ms);
       m.paused_queues = pausedQueues(observations.telemetry, m.fault_start_ms, m.fault_end_ms);
@@ -428,6 +437,33 @@ std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analy
         }));
   }
 
+  if (gates.max_sm_takeover_ms) {
+    const double limit = *gates.max_sm_takeover_ms;
+    verdicts.push_back(perStepGate(
+        "max_sm_takeover_ms", analysis,
+        [&](const StepMetrics& m) -> std::string {
+          if (!m.subnet) return format("step %d: no IB probe measured the subnet", m.step);
+          if (!m.subnet->sa_restored) {
+            return format("step %d left the SA unanswered (%s and counting)", m.step,
+                          fmtMs(m.subnet->sa_outage_ms).c_str());
+          }
+          const auto& takeover = m.subnet->time_to_new_master_ms;
+          if (takeover && *takeover > limit) {
+            return format("step %d: the new master answered after ", m.step) + fmtMs(*takeover) +
+                   " > " + fmtMs(limit);
+          }
+          return "";
+        },
+        "no fault steps to measure",
+        [&] {
+          const double slowest = largestOver(analysis, [](const StepMetrics& m) {
+            return m.subnet ? m.subnet->time_to_new_master_ms.value_or(0) : 0;
+          });
+          return format("every new master answered within %s (slowest %s)", fmtMs(limit).c_str(),
+                        fmtMs(slowest).c_str());
+        }));
+  }
+
   if (gates.max_p99_slowdown) {
     const double limit = *gates.max_p99_slowdown;
     verdicts.push_back(perStepGate(
@@ -494,6 +530,7 @@ nlohmann::json toJson(const StepMetrics& metrics) {
       {"hottest_queue", metrics.hottest_queue ? toJson(*metrics.hottest_queue) : nlohmann::json()},
       {"paused_queues", pausedQueuesJson(metrics.paused_queues)},
       {"aggressors", metrics.aggressors ? toJson(*metrics.aggressors) : nlohmann::json()},
+      {"subnet", metrics.subnet ? toJson(*metrics.subnet) : nlohmann::json()},
       {"survived", metrics.survived},
       {"recovered", metrics.recovered},
       {"score", metrics.score},

@@ -11,6 +11,7 @@
 #include "core/telemetry.h"
 #include "scenarios/congestion.h"
 #include "scenarios/model.h"
+#include "scenarios/subnet_recovery.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -68,6 +69,8 @@ struct StepMetrics {
   std::vector<PausedQueue> paused_queues;
   // A traffic fault's aggressors (incast): their goodput and fairness; nullopt for other kinds.
   std::optional<TrafficShare> aggressors;
+  // On an InfiniBand run, what its probes saw of the subnet's management (JSON "subnet").
+  std::optional<SubnetRecovery> subnet;
   bool survived = true;
   bool recovered = false;
   double score = 100;
@@ -92,9 +95,14 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
 struct FabricObservations {
   std::vector<core::TelemetryPoint> telemetry;
   std::map<int, nlohmann::json> traffic_by_step;
+  // An InfiniBand run: its probes' events, in time order, and the end of the observation.
+  bool subnet_probed = false;
+  std::vector<SubnetEvent> subnet_events;
+  double observe_end_ms = 0;
 };
 
-// Sets each step's hottest_queue (telemetry over the step's fault window) and aggressors.
+// Sets each step's hottest_queue (telemetry over the step's fault window), aggressors and, on an
+// InfiniBand run, subnet (probe events from the step's start to the next step's or the end).
 void attachObservations(RunAnalysis& analysis, const FabricObservations& observations);
 
 struct GateVerdict {

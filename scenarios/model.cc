@@ -98,8 +98,9 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
                                  {"transport", "hosts", "message_bytes", "compute_ms",
                                   "peer_timeout_ms", "reconnect_budget_ms", "dscp"}));
   if (const json* transport = find(obj, "transport")) {
-    if (!transport->is_string() || (*transport != "tcp" && *transport != "verbs")) {
-      return invalid(child(path, "transport"), "must be \"tcp\" or \"verbs\"");
+    if (!transport->is_string() ||
+        (*transport != "tcp" && *transport != "verbs" && *transport != "ib_probe")) {
+      return invalid(child(path, "transport"), "must be \"tcp\", \"verbs\" or \"ib_probe\"");
     }
     out.transport = transport->get<std::string>();
   }
@@ -196,9 +197,9 @@ Status parseStep(const json& obj, const std::string& path, FaultStep& out) {
 }
 
 Status parseGates(const json& obj, const std::string& path, Gates& out) {
-  FC_RETURN_IF_ERROR(checkObject(
-      obj, path,
-      {"min_score", "max_recovery_ms", "min_retained", "max_p99_slowdown", "require_survival"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path,
+                                 {"min_score", "max_recovery_ms", "min_retained",
+                                  "max_p99_slowdown", "max_sm_takeover_ms", "require_survival"}));
   FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_score", 0, 100,
                                         "must be a number in [0, 100]", out.min_score));
   FC_RETURN_IF_ERROR(
@@ -208,6 +209,9 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
                                         "must be a number in [0, 1]", out.min_retained));
   FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "max_p99_slowdown", 1, 1e6,
                                         "must be a number of at least 1", out.max_p99_slowdown));
+  FC_RETURN_IF_ERROR(
+      readOptionalNumber(obj, path, "max_sm_takeover_ms", 0, static_cast<double>(kMaxTimeMs),
+                         "must be a non-negative number of milliseconds", out.max_sm_takeover_ms));
   if (const json* survival = find(obj, "require_survival")) {
     if (!survival->is_boolean()) {
       return invalid(child(path, "require_survival"), "must be true or false");
@@ -398,6 +402,9 @@ json toJson(const Scenario& scenario) {
   if (scenario.gates.min_retained) gates["min_retained"] = *scenario.gates.min_retained;
   if (scenario.gates.max_p99_slowdown) {
     gates["max_p99_slowdown"] = *scenario.gates.max_p99_slowdown;
+  }
+  if (scenario.gates.max_sm_takeover_ms) {
+    gates["max_sm_takeover_ms"] = *scenario.gates.max_sm_takeover_ms;
   }
   json stop = {{"on_rank_death", scenario.stop_conditions.on_rank_death}};
   if (scenario.stop_conditions.min_busbw_fraction) {

@@ -78,6 +78,9 @@ struct Gates {
   // >= 1: each fault's p99 iteration time may be at most this many times the baseline's p99 (a
   // hot spot that slows the ring without stopping it).
   std::optional<double> max_p99_slowdown;
+  // InfiniBand runs: a step whose master SM changed must have had its new master answer within
+  // this long of the fault, and no step may leave the SA unanswered (scenarios/subnet_recovery.h).
+  std::optional<double> max_sm_takeover_ms;
   bool require_survival = true;  // every rank must finish
 };
 

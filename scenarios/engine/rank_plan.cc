@@ -5,6 +5,57 @@ namespace fabric_chaos::scenarios {
 using core::Status;
 using core::StatusCode;
 
+namespace {
+
+// The port GUID of a host's first cable on an IB fabric (the link's port_guid label).
+std::string portGuidOf(const Fabric& fabric, const Host& host) {
+  for (const Link& link : fabric.links) {
+    if (link.host != host.name) continue;
+    auto guid = link.labels.find("port_guid");
+    if (guid != link.labels.end()) return guid->second;
+  }
+  return "";
+}
+
+// On an InfiniBand fabric every workload host runs the IB probe (workload/ib_probe.h), asking the
+// SA for a path to the next host's port, round the ring as the ranks would connect.
+core::Result<std::vector<PlannedRank>> planIbProbes(const Scenario& scenario, const Fabric& fabric,
+                                                    const std::vector<const Host*>& hosts) {
+  if (scenario.workload.transport == "verbs") {
+    return Status(StatusCode::kUnprocessable,
+                  "fabric " + fabric.name +
+                      " is an InfiniBand subnet: its workload is the IB probe (workload.transport "
+                      "ib_probe, or left out), not verbs");
+  }
+  const int world = static_cast<int>(hosts.size());
+  std::vector<PlannedRank> ranks;
+  for (int i = 0; i < world; ++i) {
+    const Host& host = *hosts[static_cast<size_t>(i)];
+    const Host& next = *hosts[static_cast<size_t>((i + 1) % world)];
+    const std::string peer = portGuidOf(fabric, next);
+    if (peer.empty()) {
+      return Status(StatusCode::kUnprocessable,
+                    "host " + next.name + " has no cabled IB port (no port_guid on its link)");
+    }
+    agent::RankSpec spec;
+    spec.rank = i;
+    spec.world = world;
+    spec.netns = host.netns;
+    spec.transport = "ib_probe";
+    spec.next_addr = peer;
+    if (const auto& sim = fabric.ib->simulator) {
+      spec.ib_node = host.name;
+      spec.ib_preload = sim->preload;
+      spec.ib_dir = sim->dir;
+    }
+    spec.max_duration_ms = scenario.max_duration_ms + 60000;
+    ranks.push_back({spec, AgentRef{host.agent, host.agent_token_file}});
+  }
+  return ranks;
+}
+
+}  // namespace
+
 core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const Fabric& fabric,
                                                  int port) {
   std::vector<const Host*> hosts;
@@ -22,6 +73,12 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
   }
   if (hosts.size() < 2) {
     return Status(StatusCode::kUnprocessable, "the workload needs at least 2 hosts");
+  }
+  if (fabric.ib) return planIbProbes(scenario, fabric, hosts);
+  if (scenario.workload.transport == "ib_probe") {
+    return Status(StatusCode::kUnprocessable,
+                  "workload.transport ib_probe probes an InfiniBand subnet; fabric " + fabric.name +
+                      " is not one");
   }
   const int world = static_cast<int>(hosts.size());
   std::vector<PlannedRank> ranks;

@@ -177,6 +177,18 @@ Status RunExecution::run(const store::RunRecord& record) {
   timeline_.setFabric(fabric_);
   FC_RETURN_IF_ERROR(recordBackends(*plan));
 
+  // Allowed, but said plainly: failing a subnet's only SM leaves it without a master until the
+  // revert, which is a different experiment from a failover.
+  if (fabric_.ib && fabric_.ib->subnet_managers.size() <= 1) {
+    for (size_t i = 0; i < scenario.steps.size(); ++i) {
+      if (scenario.steps[i].kind != "sm_failover") continue;
+      event("warning",
+            {{"step", static_cast<int>(i)},
+             {"message", "step " + std::to_string(i) + ": fabric " + fabric_.name +
+                             " has a single subnet manager, so no standby exists: the subnet "
+                             "has no master from the fault until its revert"}});
+    }
+  }
   auto ranks = planRanks(scenario, fabric_, port_);
   if (!ranks.isOk()) return ranks.status();
   {
@@ -367,7 +379,7 @@ AnalysisParams RunExecution::analysisParams(double baseline_start, double baseli
   return params;
 }
 
-FabricObservations RunExecution::storedObservations() {
+FabricObservations RunExecution::storedObservations(double observe_end) {
   // They are context for the verdict, not part of it: what cannot be read is logged and the run
   // is still analysed.
   FabricObservations observations;
@@ -381,6 +393,11 @@ FabricObservations RunExecution::storedObservations() {
   auto events = store().events(run_id_);
   if (events.isOk()) {
     observations.traffic_by_step = trafficObservations(*events);
+    if (fabric_.ib) {
+      observations.subnet_probed = true;
+      observations.subnet_events = subnetEvents(*events);
+      observations.observe_end_ms = observe_end;
+    }
   } else {
     core::logWarn("run " + std::to_string(run_id_) + ": " + events.status().toString());
   }
@@ -392,7 +409,7 @@ Status RunExecution::analyse(const Scenario& scenario, double baseline_start, do
   auto samples = store().samples(run_id_);
   if (!samples.isOk()) return samples.status();
   MeasuredResult measured =
-      measuredResult(*samples, storedObservations(), faultWindows(timeline_.windows()),
+      measuredResult(*samples, storedObservations(observe_end), faultWindows(timeline_.windows()),
                      analysisParams(baseline_start, baseline_end, observe_end), survived());
   auto verdicts = checkGates(scenario.gates, measured.analysis);
   const bool passed = allPassed(verdicts);
@@ -547,7 +564,7 @@ std::string RunExecution::recordStop(int reverted, double reverted_ms) {
     auto samples = store().samples(run_id_);
     if (samples.isOk()) {
       MeasuredResult measured = measuredResult(
-          *samples, storedObservations(), faultWindows(timeline_.windows()),
+          *samples, storedObservations(reverted_ms), faultWindows(timeline_.windows()),
           analysisParams(baseline_->first, baseline_->second, reverted_ms), survived());
       result_.update(measured.document);
     }

@@ -82,9 +82,10 @@ class RunExecution : public agent::WorkloadListener {
   core::Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
                        double observe_end);
   double lastRevertMs(double fallback) const;
-  // The run's switch telemetry and traffic faults' observations as stored so far; what cannot be
-  // read is left out (and logged).
-  FabricObservations storedObservations();
+  // The run's switch telemetry, traffic faults' observations and, on an InfiniBand fabric, its
+  // probes' events as stored so far, up to observe_end; what cannot be read is left out (and
+  // logged).
+  FabricObservations storedObservations(double observe_end);
 
   // Stop conditions.
   // Checks the time-based ones (max duration, low busbw) and returns the next instant one of them

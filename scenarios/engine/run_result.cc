@@ -27,6 +27,14 @@ std::map<int, json> trafficObservations(const std::vector<store::EventRecord>& e
   return out;
 }
 
+std::vector<SubnetEvent> subnetEvents(const std::vector<store::EventRecord>& events) {
+  std::vector<SubnetEvent> out;
+  for (const store::EventRecord& e : events) {
+    if (auto event = subnetEventOf(e.kind, e.t_ms, e.detail)) out.push_back(*event);
+  }
+  return out;
+}
+
 MeasuredResult measuredResult(const std::vector<core::Sample>& samples,
                               const FabricObservations& observations,
                               const std::vector<FaultWindow>& windows, const AnalysisParams& params,

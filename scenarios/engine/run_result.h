@@ -28,6 +28,9 @@ struct StopRequest {
 // per part of a set cut across agents, merged (injectors::mergeTrafficObservations).
 std::map<int, nlohmann::json> trafficObservations(const std::vector<store::EventRecord>& events);
 
+// The IB probes' events (scenarios/subnet_recovery.h) among a run's, in time order.
+std::vector<SubnetEvent> subnetEvents(const std::vector<store::EventRecord>& events);
+
 // step -> [first apply, last end] (FaultTimeline::windows()), as the analysis takes them.
 std::vector<FaultWindow> faultWindows(const std::map<int, std::pair<double, double>>& windows);
 

@@ -752,9 +752,15 @@ TEST(RankSpecJson, RoundTripsAndRejectsUnknownFields) {
   spec.peer_timeout_ms = 1234;
   spec.reconnect_budget_ms = 5678;
   spec.max_duration_ms = 99000;
+  spec.transport = "ib_probe";
+  spec.ib_node = "h3";
+  spec.ib_preload = "/usr/lib/umad2sim.so";
+  spec.ib_dir = "/run/fc/ib/ib-lab";
   auto back = rankSpecFromJson(rankSpecToJson(spec));
   ASSERT_TRUE(back.isOk()) << back.status().toString();
   EXPECT_EQ(rankSpecToJson(*back), rankSpecToJson(spec));
+  EXPECT_EQ(back->ib_node, "h3");
+  EXPECT_FALSE(rankSpecFromJson({{"transport", "udp"}}).isOk());
   EXPECT_EQ(rankSpecFromJson({{"rank", 0}, {"port", 70000}}).status().code(),
             core::StatusCode::kInvalidArgument);
   EXPECT_EQ(rankSpecFromJson({{"rank", "0"}}).status().code(), core::StatusCode::kInvalidArgument);

@@ -108,6 +108,29 @@ TEST(LocalAgent, RankArgvCarriesTheWholeSpec) {
   EXPECT_NE(joined.find("--duration-s 62 "), std::string::npos);  // rounded up
 }
 
+TEST(LocalAgent, AnIbProbeRankRunsAttachedAtItsSimulatedNode) {
+  RankSpec spec;
+  spec.rank = 3;
+  spec.world = 4;
+  spec.transport = "ib_probe";
+  spec.next_addr = "0x0000000000100001";
+  spec.max_duration_ms = 61500;
+  spec.ib_node = "h3";
+  spec.ib_preload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+  spec.ib_dir = "/run/fc/ib/ib-lab";
+  EXPECT_EQ(
+      LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec),
+      (std::vector<std::string>{"/usr/bin/env", "-C", "/run/fc/ib/ib-lab", "SIM_HOST=h3",
+                                "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
+                                "/usr/bin/fabric-chaos", "ib-probe", "--rank", "3", "--peer-guid",
+                                "0x0000000000100001", "--duration-s", "62"}));
+  // On a real host the probe uses its own port: nothing is preloaded.
+  spec.ib_node.clear();
+  EXPECT_EQ(LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec),
+            (std::vector<std::string>{"/usr/bin/fabric-chaos", "ib-probe", "--rank", "3",
+                                      "--peer-guid", "0x0000000000100001", "--duration-s", "62"}));
+}
+
 TEST(LocalAgent, ReadsEveryLineOfARealChildAndReportsItsExit) {
   char dir_template[] = "/tmp/fc-agent-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);

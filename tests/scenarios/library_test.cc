@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "ib/ibnetdiscover.h"
 #include "injectors/model/kind_spec.h"
+#include "lab/ib_lab_plan.h"
 #include "lab/leaf_spine.h"
 #include "scenarios/model.h"
 #include "scenarios/plan.h"
@@ -65,6 +67,20 @@ Fabric netnsLab() {
   }
   fabric.switches.push_back(sw);
   return fabric;
+}
+
+// What `fabric-chaos lab up --kind ib` registers, from a recorded discovery of the lab's subnet
+// (leaves l0, l1, spine s0, HCAs h0-h3, sm0 on h0 and sm1 on h2).
+Fabric ibLab() {
+  std::ifstream in(std::string(FC_IB_FIXTURES) + "/ibnetdiscover-fat-tree-2x1x2.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  lab::IbLabOptions options;
+  options.shape = {2, 1, 2, 8};
+  auto subnet = ib::parseIbnetdiscover(text);
+  EXPECT_TRUE(subnet.isOk()) << subnet.status().toString();
+  auto fabric = lab::describeIbLab(options, *subnet);
+  EXPECT_TRUE(fabric.isOk()) << fabric.status().toString();
+  return *fabric;
 }
 
 // What `fabric-chaos lab up --kind vm --hosts 2` describes: vm0, vm1 behind remote agents.
@@ -129,6 +145,7 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
     EXPECT_FALSE(parsed->description.empty());
     // Each scenario is checked against the lab it is written for.
     const Fabric fabric = parsed->fabric == "vm-lab"                    ? vmLab()
+                          : parsed->fabric == "ib-lab"                  ? ibLab()
                           : kLeafSpineScenarios.count(parsed->name) > 0 ? leafSpineLab()
                                                                         : netnsLab();
     EXPECT_TRUE(parsed->fabric.empty() || parsed->fabric == fabric.name) << parsed->fabric;
@@ -138,6 +155,9 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
     names.insert(parsed->name);
   }
   EXPECT_TRUE(names.count("link-flap"));
+  for (const char* ib : {"sm-failover-kill", "sm-port-down", "ib-spine-link-down", "ib-mad-loss"}) {
+    EXPECT_TRUE(names.count(ib)) << ib;
+  }
   EXPECT_TRUE(names.count("packet-loss"));
   EXPECT_TRUE(names.count("netem-delay"));
   EXPECT_TRUE(names.count("roce-loss"));

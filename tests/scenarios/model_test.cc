@@ -177,7 +177,7 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"WorkloadUnknown", [](json& d) { d["workload"]["ranks"] = 4; },
        "workload.ranks: unknown field"},
       {"Transport", [](json& d) { d["workload"]["transport"] = "udp"; },
-       "workload.transport: must be \"tcp\" or \"verbs\""},
+       "workload.transport: must be \"tcp\", \"verbs\" or \"ib_probe\""},
       {"HostsNotArray", [](json& d) { d["workload"]["hosts"] = "h0"; },
        "workload.hosts: must be an array"},
       {"HostNotString", [](json& d) { d["workload"]["hosts"][1] = 1; },

@@ -91,5 +91,59 @@ TEST(RankPlan, NamesTheHostWithoutANicAddressEvenWhenItIsOnlyTheNextPeer) {
   EXPECT_THAT(ranks.status().message(), HasSubstr("host vm1 has no NIC address"));
 }
 
+Fabric ibFabric() {
+  Fabric fabric;
+  fabric.name = "ib-lab";
+  fabric.kind = "ib";
+  for (int i = 0; i < 3; ++i) {
+    Host host;
+    host.name = "h" + std::to_string(i);
+    host.netns = "fcib-subnet";
+    host.nics.push_back({"port1", ""});
+    fabric.hosts.push_back(host);
+    Link link;
+    link.id = host.name + "-l0";
+    link.host = host.name;
+    link.nic = "port1";
+    link.switch_name = "l0";
+    link.port = std::to_string(i + 1);
+    link.labels = {{"port_guid", "0x000000000010000" + std::to_string(2 * i + 1)}};
+    fabric.links.push_back(link);
+  }
+  fabric.ib = IbFabric{
+      {{"sm0", "h0", 14, "0x0000000000100001", ""}},
+      IbSimulator{"fcib-subnet", "/run/fc/ib/ib-lab/console", "/umad2sim.so", "/run/fc/ib/ib-lab"}};
+  return fabric;
+}
+
+TEST(RankPlan, AnInfinibandFabricRunsTheIbProbeAttachedAtEachHost) {
+  Scenario scenario = scenarioWith({});
+  scenario.workload.transport = "tcp";  // the default: on an IB fabric the probe is the workload
+  auto ranks = planRanks(scenario, ibFabric(), 17005);
+  ASSERT_TRUE(ranks.isOk()) << ranks.status().toString();
+  ASSERT_EQ(ranks->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const agent::RankSpec& spec = (*ranks)[static_cast<size_t>(i)].spec;
+    EXPECT_EQ(spec.transport, "ib_probe");
+    EXPECT_EQ(spec.netns, "fcib-subnet");
+    EXPECT_EQ(spec.ib_node, "h" + std::to_string(i));
+    EXPECT_EQ(spec.ib_preload, "/umad2sim.so");
+    EXPECT_EQ(spec.ib_dir, "/run/fc/ib/ib-lab");
+    EXPECT_TRUE((*ranks)[static_cast<size_t>(i)].agent.isLocal());
+  }
+  // Each asks for a path to the next host's port, round the ring.
+  EXPECT_EQ((*ranks)[0].spec.next_addr, "0x0000000000100003");
+  EXPECT_EQ((*ranks)[2].spec.next_addr, "0x0000000000100001");
+
+  scenario.workload.transport = "verbs";
+  auto verbs = planRanks(scenario, ibFabric(), 17005);
+  ASSERT_FALSE(verbs.isOk());
+  EXPECT_THAT(verbs.status().message(), HasSubstr("its workload is the IB probe"));
+  scenario.workload.transport = "ib_probe";
+  auto on_ethernet = planRanks(scenario, threeHostFabric(), 17005);
+  ASSERT_FALSE(on_ethernet.isOk());
+  EXPECT_THAT(on_ethernet.status().message(), HasSubstr("fabric vm-lab is not one"));
+}
+
 }  // namespace
 }  // namespace fabric_chaos::scenarios

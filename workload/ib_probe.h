@@ -1,0 +1,44 @@
+#pragma once
+// The IB lab's workload: a probe that does what a training job needs from an InfiniBand subnet's
+// management, every period_ms, from its own node: ask its port which SM is master (PortInfo), ask
+// that SM (SMInfo, which must say MASTER) and ask the SA for a path to a peer port (PathRecord),
+// as a job's new connection does. An iteration runs from one round's start to the next's: one
+// period while every round gets all three answers; a failed round is retried every period and the
+// iteration lasts until one succeeds, so an SA outage is a stall of exactly its length. Written
+// with the workload line protocol (workload/report.h), the analysis, score and dashboard treat it
+// as they treat the ring's. Events:
+//   sa_unavailable     {"reason", "iteration"}  the first failed round of an outage
+//   sa_available       {"after_ms", "iteration"} the round that ends it
+//   sm_master_changed  {"from", "to", "lid", "priority"} (GUIDs "0x...") a new master answers
+//   lid_changed        {"from", "to"} the local port's LID moved (it should not)
+// runIbProbe() blocks until max_duration_ms pass or stop is set.
+
+#include <atomic>
+#include <cstdint>
+#include <ostream>
+
+#include "workload/sys/ib_management.h"
+
+namespace fabric_chaos::workload {
+
+struct IbProbeOptions {
+  int rank = 0;
+  uint64_t peer_guid = 0;  // the port the PathRecord asks for; 0: the local port's own
+  int64_t period_ms = 100;
+  int64_t max_duration_ms = 600000;
+};
+
+// What one round moves: two queries and their answers, 256-byte MADs each. The analysis needs a
+// byte count per iteration; this one keeps "bus bandwidth" proportional to rounds per second.
+inline constexpr int64_t kIbProbeBytesPerRound = 4 * 256;
+
+inline constexpr char kEventSaUnavailable[] = "sa_unavailable";
+inline constexpr char kEventSaAvailable[] = "sa_available";
+inline constexpr char kEventSmMasterChanged[] = "sm_master_changed";
+inline constexpr char kEventLidChanged[] = "lid_changed";
+
+// Returns 0 after a normal finish, 1 when `out` failed (the agent is gone).
+int runIbProbe(const IbProbeOptions& options, IbManagement& management, std::ostream& out,
+               const std::atomic<bool>& stop);
+
+}  // namespace fabric_chaos::workload
