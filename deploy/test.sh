@@ -60,6 +60,7 @@ stage "build: privileged, vm and browser tiers (Debug, -Werror)"
 # guests and the browser, plus the benchmarks (built, not run). The soak label is not built.
 fc_configure build-test "${debug_flags[@]}" -DFC_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs" --target fabric-chaos store_batch_bench inject_bench lab_model_bench \
+  ib_probe_bench \
   $(tier_targets build-test -LE 'unit|soak')
 
 stage "privileged, browser and ibsim tiers"

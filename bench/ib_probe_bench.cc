@@ -1,0 +1,190 @@
+// The IB probe's own resolution (issue 12 §5), printed as ratios measured in one run on the
+// simulated IB lab (`fabric-chaos lab up --kind ib`, fast SM timers: 1000 ms x 2):
+// - query rate: probe rounds per second at a 10 ms period (each round: the port's PortInfo, the
+//   master's SMInfo and an SA PathRecord) against `sminfo` run back to back, one process per
+//   query, as a script polling the subnet would;
+// - takeover: after a kill -9 of the master SM, the takeover time the probe measures (its
+//   sm_master_changed event) over the one the new master's own log gives ("Entering MASTER
+//   state", microsecond timestamps), per trial; the target is 1.0 +- 0.05.
+// Root; needs ibsim, opensm, infiniband-diags and the fabric-chaos binary (FC_BINARY, default
+// ../app/fabric-chaos next to this program). Builds and removes its lab (namespace fcib-subnet,
+// state in a temporary directory). Run: ./build/bench/ib_probe_bench [trials]
+
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_shell.h"
+
+namespace {
+
+using fabric_chaos::bench::shell;
+using nlohmann::json;
+
+constexpr const char* kUmad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+std::string g_binary;
+std::string g_dir;
+
+std::string attached(const std::string& node, const std::string& command) {
+  return "ip netns exec fcib-subnet env -C " + g_dir + " SIM_HOST=" + node +
+         " LD_PRELOAD=" + kUmad2sim + " " + command;
+}
+
+int64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+double wallMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool labUp() {
+  shell(g_binary + " lab down --kind ib --state-dir " + g_dir + "/state >/dev/null 2>&1");
+  const std::string out = shell(g_binary + " lab up --kind ib --sm-polling-ms 1000 " +
+                                "--sm-retries 2 --state-dir " + g_dir + "/state 2>&1; echo rc=$?");
+  if (out.find("rc=0") == std::string::npos) {
+    std::fprintf(stderr, "lab up failed:\n%s", out.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The first "Entering MASTER state" of an OpenSM log at or after `after_ms` (wall clock).
+std::optional<double> enteredMasterAt(const std::string& path, double after_ms) {
+  std::ifstream in(path);
+  const time_t now = time(nullptr);
+  tm today{};
+  localtime_r(&now, &today);
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("Entering MASTER state") == std::string::npos) continue;
+    tm when = today;
+    char month[4] = {};
+    int usec = 0;
+    if (std::sscanf(line.c_str(), "%3s %d %d:%d:%d %d", month, &when.tm_mday, &when.tm_hour,
+                    &when.tm_min, &when.tm_sec, &usec) != 6) {
+      continue;
+    }
+    for (int m = 0; m < 12; ++m) {
+      if (std::string(month) == kMonths[m]) when.tm_mon = m;
+    }
+    when.tm_isdst = -1;
+    const double ms = static_cast<double>(mktime(&when)) * 1000.0 + usec / 1000.0;
+    if (ms >= after_ms) return ms;
+  }
+  return std::nullopt;
+}
+
+// Rounds per second of the probe at a 10 ms period, and sminfo processes per second.
+void queryRates() {
+  const int64_t start = monotonicNs();
+  const std::string out =
+      shell(attached("h3", g_binary + " ib-probe --period-ms 10 " + "--duration-s 3 2>/dev/null"));
+  const double seconds = static_cast<double>(monotonicNs() - start) / 1e9;
+  int64_t rounds = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const json doc = json::parse(line, nullptr, false);
+    if (doc.is_object() && doc.value("type", "") == "done") rounds = doc.value("iterations", 0);
+  }
+  const int kSminfo = 40;
+  const int64_t s0 = monotonicNs();
+  shell("for i in $(seq " + std::to_string(kSminfo) + "); do " +
+        attached("h3", "sminfo >/dev/null 2>&1") + "; done");
+  const double sminfo_s = static_cast<double>(monotonicNs() - s0) / 1e9;
+  const double probe_rate = static_cast<double>(rounds) / seconds;
+  const double sminfo_rate = kSminfo / sminfo_s;
+  std::printf(
+      "query rate: probe %.0f rounds/s (5 MADs each: PortInfo twice, SMInfo, PathRecord; a 10 ms "
+      "period, its floor), "
+      "sminfo %.1f queries/s; ratio %.1f\n",
+      probe_rate, sminfo_rate, probe_rate / sminfo_rate);
+}
+
+// One kill of the master under a probe at h3: {probe takeover ms, log takeover ms}.
+std::optional<std::pair<double, double>> takeoverTrial() {
+  const std::string events = g_dir + "/probe.out";
+  shell("(" + attached("h3", g_binary + " ib-probe --period-ms 100 --duration-s 12") + " > " +
+        events + " 2>/dev/null &)");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const std::string pid = shell(
+      "for p in $(ip netns pids fcib-subnet); do [ \"$(cat /proc/$p/comm)\" = opensm ] && "
+      "tr '\\0' '\\n' </proc/$p/environ | grep -qx SIM_HOST=h0 && echo $p; done");
+  const double kill_wall = wallMs();
+  const int64_t kill_ns = monotonicNs();
+  shell("kill -9 " + pid);
+  std::this_thread::sleep_for(std::chrono::seconds(11));
+  std::optional<double> probe_ms;
+  std::ifstream in(events);
+  for (std::string line; std::getline(in, line);) {
+    const json doc = json::parse(line, nullptr, false);
+    if (doc.is_object() && doc.value("kind", "") == "sm_master_changed" && !probe_ms) {
+      probe_ms = static_cast<double>(doc["t_ns"].get<int64_t>() - kill_ns) / 1e6;
+    }
+  }
+  const auto logged = enteredMasterAt(g_dir + "/state/ib/ib-lab/sm1/opensm.log", kill_wall);
+  if (!probe_ms || !logged) return std::nullopt;
+  return std::make_pair(*probe_ms, *logged - kill_wall);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int trials = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const char* binary = std::getenv("FC_BINARY");
+  g_binary = binary != nullptr
+                 ? binary
+                 : (std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() /
+                    "app/fabric-chaos")
+                       .string();
+  char dir_template[] = "/tmp/fc-ibbench-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) return 1;
+  g_dir = dir_template;
+  if (!labUp()) return 1;
+  queryRates();
+  std::vector<double> ratios;
+  for (int i = 0; i < trials; ++i) {
+    if (i > 0 && !labUp()) return 1;
+    const auto trial = takeoverTrial();
+    if (!trial) {
+      std::printf("takeover trial %d: no measurement (no master change seen)\n", i + 1);
+      continue;
+    }
+    ratios.push_back(trial->first / trial->second);
+    std::printf("takeover trial %d: probe %.1f ms, OpenSM log %.1f ms, ratio %.3f\n", i + 1,
+                trial->first, trial->second, ratios.back());
+  }
+  shell(g_binary + " lab down --kind ib --state-dir " + g_dir + "/state >/dev/null 2>&1");
+  std::filesystem::remove_all(g_dir);
+  if (ratios.empty()) return 1;
+  double low = ratios.front();
+  double high = ratios.front();
+  double sum = 0;
+  for (double r : ratios) {
+    low = std::min(low, r);
+    high = std::max(high, r);
+    sum += r;
+  }
+  std::printf(
+      "takeover ratio probe/log: mean %.3f (%.3f-%.3f over %zu trials; target 1.0 +- "
+      "0.05)\n",
+      sum / static_cast<double>(ratios.size()), low, high, ratios.size());
+  return 0;
+}
