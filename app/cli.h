@@ -43,4 +43,15 @@ struct Flags {
 // argv[0..argc) tokenized with core::parseCommandLine.
 Flags parseFlags(int argc, char** argv, const core::FlagRules& rules);
 
+// Reads the integer flag `name` into `out` when it is given (`out` keeps its value otherwise),
+// within [low, high]; a value that is not one prints "fabric-chaos <command>: <why>" on stderr
+// and returns false. The int form takes any int: the caller checks its own range and says it.
+bool readIntFlag(const Flags& flags, const std::string& command, const std::string& name,
+                 int64_t low, int64_t high, int64_t& out);
+bool readIntFlag(const Flags& flags, const std::string& command, const std::string& name, int& out);
+
+// A lab action's exit code: 0 when `status` is OK, else 1 after "fabric-chaos lab <action>:
+// <message>" on stderr.
+int labOutcome(const std::string& action, const core::Status& status);
+
 }  // namespace fabric_chaos::app

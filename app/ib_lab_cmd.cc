@@ -18,16 +18,7 @@ namespace {
 void print(const std::string& line) { std::cout << line << std::endl; }
 
 bool readInt(const Flags& flags, const std::string& name, int& out) {
-  auto text = flags.get(name);
-  if (!text) return true;
-  auto value = core::parseFlagInteger("--" + name, *text, std::numeric_limits<int>::min(),
-                                      std::numeric_limits<int>::max());
-  if (!value.isOk()) {
-    std::fprintf(stderr, "fabric-chaos lab: %s\n", value.status().message().c_str());
-    return false;
-  }
-  out = static_cast<int>(*value);
-  return true;
+  return readIntFlag(flags, "lab", name, out);
 }
 
 }  // namespace
@@ -80,10 +71,7 @@ int ibLabMain(const Flags& flags, const std::string& action) {
   lab::IbLab lab(*runner, *daemons, options);
   if (action == "up") {
     auto fabric = lab.up(print);
-    if (!fabric.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab up: %s\n", fabric.status().message().c_str());
-      return 1;
-    }
+    if (!fabric.isOk()) return labOutcome("up", fabric.status());
     for (const auto& sm : fabric->ib->subnet_managers) {
       std::cout << "  " << sm.name << "  on " << sm.host << "  priority " << sm.priority
                 << "  port " << sm.port_guid << "\n";
@@ -93,17 +81,10 @@ int ibLabMain(const Flags& flags, const std::string& action) {
   }
   if (action == "down") {
     auto status = lab.down(print);
-    if (!status.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab down: %s\n", status.message().c_str());
-      return 1;
-    }
-    return 0;
+    return labOutcome("down", status);
   }
   auto status = lab.status();
-  if (!status.isOk()) {
-    std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
-    return 1;
-  }
+  if (!status.isOk()) return labOutcome("status", status.status());
   std::cout << (status->up ? "up" : "down") << " (namespace "
             << (status->netns_present ? "present" : "absent") << ", " << status->processes
             << " processes in it; fabric file " << status->fabric_file << ")\n";

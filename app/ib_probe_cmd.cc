@@ -39,15 +39,7 @@ std::atomic<bool> g_probe_stop{false};
 void requestProbeStop(int) { g_probe_stop = true; }
 
 bool readInt(const Flags& flags, const std::string& name, int64_t low, int64_t high, int64_t& out) {
-  auto text = flags.get(name);
-  if (!text) return true;
-  auto value = core::parseFlagInteger("--" + name, *text, low, high);
-  if (!value.isOk()) {
-    std::fprintf(stderr, "fabric-chaos ib-probe: %s\n", value.status().message().c_str());
-    return false;
-  }
-  out = *value;
-  return true;
+  return readIntFlag(flags, "ib-probe", name, low, high, out);
 }
 
 }  // namespace

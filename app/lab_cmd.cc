@@ -130,16 +130,7 @@ void print(const std::string& line) { std::cout << line << std::endl; }
 
 // Any int is taken here: the labs check their own ranges and say them (--hosts 2..64 or 2..32).
 bool parseInt(const Flags& flags, const std::string& name, int& out) {
-  auto text = flags.get(name);
-  if (!text) return true;
-  auto value = core::parseFlagInteger("--" + name, *text, std::numeric_limits<int>::min(),
-                                      std::numeric_limits<int>::max());
-  if (!value.isOk()) {
-    std::fprintf(stderr, "fabric-chaos lab: %s\n", value.status().message().c_str());
-    return false;
-  }
-  out = static_cast<int>(*value);
-  return true;
+  return readIntFlag(flags, "lab", name, out);
 }
 
 std::string absolute(const std::string& path) {
@@ -262,10 +253,7 @@ int vmLabMain(const Flags& flags, const std::string& action) {
     }
     lab::VmLab vm_lab(*runner, options);
     auto fabric = vm_lab.up(print);
-    if (!fabric.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab up: %s\n", fabric.status().message().c_str());
-      return 1;
-    }
+    if (!fabric.isOk()) return labOutcome("up", fabric.status());
     for (const auto& host : fabric->hosts) {
       std::cout << "  " << host.name << "  " << host.nics[0].name << " " << host.nics[0].address
                 << "  agent " << host.agent << "  rack " << host.labels.at("rack") << "\n";
@@ -276,17 +264,10 @@ int vmLabMain(const Flags& flags, const std::string& action) {
   lab::VmLab vm_lab(*runner, options);
   if (action == "down") {
     auto status = vm_lab.down(print);
-    if (!status.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab down: %s\n", status.message().c_str());
-      return 1;
-    }
-    return 0;
+    return labOutcome("down", status);
   }
   auto status = vm_lab.status();
-  if (!status.isOk()) {
-    std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
-    return 1;
-  }
+  if (!status.isOk()) return labOutcome("status", status.status());
   std::cout << (status->up ? "up" : "down") << " (" << status->running_vms.size() << " of "
             << status->hosts << " VMs running; switch namespace "
             << (status->switch_present ? "present" : "absent") << "; fabric file "
@@ -347,10 +328,7 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   lab::NetnsLab lab(*runner, *offloads, *sysctls, options);
   if (action == "up") {
     auto fabric = lab.up(print);
-    if (!fabric.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab up: %s\n", fabric.status().message().c_str());
-      return 1;
-    }
+    if (!fabric.isOk()) return labOutcome("up", fabric.status());
     for (const auto& host : fabric->hosts) {
       std::cout << "  " << host.name << "  netns " << host.netns;
       for (const auto& nic : host.nics) std::cout << "  " << nic.name << " " << nic.address;
@@ -360,17 +338,10 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   }
   if (action == "down") {
     auto status = lab.down(print);
-    if (!status.isOk()) {
-      std::fprintf(stderr, "fabric-chaos lab down: %s\n", status.message().c_str());
-      return 1;
-    }
-    return 0;
+    return labOutcome("down", status);
   }
   auto status = lab.status();
-  if (!status.isOk()) {
-    std::fprintf(stderr, "fabric-chaos lab status: %s\n", status.status().message().c_str());
-    return 1;
-  }
+  if (!status.isOk()) return labOutcome("status", status.status());
   std::cout << (status->up ? "up" : "down") << " (" << status->present_namespaces.size()
             << " namespaces present";
   if (!status->missing_namespaces.empty() && !status->present_namespaces.empty()) {

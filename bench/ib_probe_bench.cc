@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench/bench_shell.h"
+#include "ib/opensm_log.h"
 
 namespace {
 
@@ -63,33 +64,6 @@ bool labUp() {
     return false;
   }
   return true;
-}
-
-// The first "Entering MASTER state" of an OpenSM log at or after `after_ms` (wall clock).
-std::optional<double> enteredMasterAt(const std::string& path, double after_ms) {
-  std::ifstream in(path);
-  const time_t now = time(nullptr);
-  tm today{};
-  localtime_r(&now, &today);
-  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("Entering MASTER state") == std::string::npos) continue;
-    tm when = today;
-    char month[4] = {};
-    int usec = 0;
-    if (std::sscanf(line.c_str(), "%3s %d %d:%d:%d %d", month, &when.tm_mday, &when.tm_hour,
-                    &when.tm_min, &when.tm_sec, &usec) != 6) {
-      continue;
-    }
-    for (int m = 0; m < 12; ++m) {
-      if (std::string(month) == kMonths[m]) when.tm_mon = m;
-    }
-    when.tm_isdst = -1;
-    const double ms = static_cast<double>(mktime(&when)) * 1000.0 + usec / 1000.0;
-    if (ms >= after_ms) return ms;
-  }
-  return std::nullopt;
 }
 
 // Rounds per second of the probe at a 10 ms period, and sminfo processes per second.
@@ -139,7 +113,10 @@ std::optional<std::pair<double, double>> takeoverTrial() {
       probe_ms = static_cast<double>(doc["t_ns"].get<int64_t>() - kill_ns) / 1e6;
     }
   }
-  const auto logged = enteredMasterAt(g_dir + "/state/ib/ib-lab/sm1/opensm.log", kill_wall);
+  std::ifstream log(g_dir + "/state/ib/ib-lab/sm1/opensm.log");
+  const std::string log_text((std::istreambuf_iterator<char>(log)),
+                             std::istreambuf_iterator<char>());
+  const auto logged = fabric_chaos::ib::enteredMasterAtMs(log_text, kill_wall);
   if (!probe_ms || !logged) return std::nullopt;
   return std::make_pair(*probe_ms, *logged - kill_wall);
 }

@@ -140,8 +140,13 @@ core::Result<ib::IbSubnet> IbLab::discover() {
 }
 
 std::vector<ObservedSm> IbLab::observeSubnetManagers(const ib::IbSubnet& subnet) {
+  return observeSubnetManagers(subnet, placeSubnetManagers(options_));
+}
+
+std::vector<ObservedSm> IbLab::observeSubnetManagers(
+    const ib::IbSubnet& subnet, const std::vector<scenarios::SubnetManagerInstance>& sms) {
   std::vector<ObservedSm> observed;
-  for (const scenarios::SubnetManagerInstance& sm : placeSubnetManagers(options_)) {
+  for (const scenarios::SubnetManagerInstance& sm : sms) {
     ObservedSm o{sm, std::nullopt, ""};
     std::optional<uint16_t> lid;
     for (const ib::IbLink& link : subnet.links) {
@@ -191,7 +196,7 @@ Status IbLab::startSimulator(const Progress& progress) {
   spec.log_path = sim.dir + "/ibsim.log";
   auto pid = daemons_.start(spec);
   if (!pid.isOk()) return pid.status();
-  started_.push_back({"ibsim", *pid, spec.log_path});
+  started_.push_back({"ibsim", *pid, spec.log_path, /*sm=*/false});
   const Clock::time_point start = Clock::now();
   while (readFile(spec.log_path).find("sim>") == std::string::npos) {
     if (const std::string dead = deadDaemon(); !dead.empty()) {
@@ -208,9 +213,10 @@ Status IbLab::startSimulator(const Progress& progress) {
   return Status::ok();
 }
 
-Status IbLab::startSubnetManagers(const Progress& progress) {
+Status IbLab::startSubnetManagers(const Progress& progress,
+                                  const std::vector<scenarios::SubnetManagerInstance>& sms) {
   const scenarios::IbSimulator sim = simulatorOf(options_);
-  for (const scenarios::SubnetManagerInstance& sm : placeSubnetManagers(options_)) {
+  for (const scenarios::SubnetManagerInstance& sm : sms) {
     const std::string dir = sim.dir + "/" + sm.name;
     std::filesystem::create_directories(dir);
     FC_RETURN_IF_ERROR(writeText(sm.config, openSmConfig(options_, sm, dir)));
@@ -222,14 +228,24 @@ Status IbLab::startSubnetManagers(const Progress& progress) {
     spec.log_path = dir + "/opensm.out";
     auto pid = daemons_.start(spec);
     if (!pid.isOk()) return pid.status();
-    started_.push_back({sm.name + " (OpenSM on " + sm.host + ")", *pid, dir + "/opensm.log"});
+    started_.push_back(
+        {sm.name + " (OpenSM on " + sm.host + ")", *pid, dir + "/opensm.log", /*sm=*/true});
     progress(sm.name + ": OpenSM on " + sm.host + ", priority " + std::to_string(sm.priority) +
              " (pid " + std::to_string(*pid) + ")");
   }
   return Status::ok();
 }
 
-core::Result<ib::IbSubnet> IbLab::waitForSubnet(const Progress& progress) {
+void IbLab::stopSubnetManagers() {
+  for (const Started& s : started_) {
+    if (s.sm) daemons_.terminate(s.pid, kSmGraceMs);
+  }
+  std::erase_if(started_, [](const Started& s) { return s.sm; });
+}
+
+core::Result<ib::IbSubnet> IbLab::waitForSubnet(
+    const Progress& progress, const std::vector<scenarios::SubnetManagerInstance>& running,
+    int timeout_ms) {
   const Clock::time_point start = Clock::now();
   std::string last_seen = "nothing answered yet";
   bool reported_discovery = false;
@@ -260,7 +276,7 @@ core::Result<ib::IbSubnet> IbLab::waitForSubnet(const Progress& progress) {
         }
         std::string states;
         bool settled = true;
-        for (const ObservedSm& o : observeSubnetManagers(*subnet)) {
+        for (const ObservedSm& o : observeSubnetManagers(*subnet, running)) {
           const bool top = o.sm.name == "sm0";
           const ib::SmState want = top ? ib::SmState::kMaster : ib::SmState::kStandby;
           std::string state = o.reply ? ib::describe(o.reply->state) : o.problem;
@@ -279,9 +295,9 @@ core::Result<ib::IbSubnet> IbLab::waitForSubnet(const Progress& progress) {
         }
       }
     }
-    if (secondsSince(start) * 1000 > options_.ready_timeout_ms) {
+    if (secondsSince(start) * 1000 > timeout_ms) {
       return Status(StatusCode::kUnavailable, "the IB subnet did not come up within " +
-                                                  seconds(options_.ready_timeout_ms / 1000.0) +
+                                                  seconds(timeout_ms / 1000.0) +
                                                   "; last seen: " + last_seen);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
@@ -314,8 +330,25 @@ core::Result<scenarios::Fabric> IbLab::up(const Progress& progress) {
   FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sim.netns, {}));
   auto built = [&]() -> core::Result<scenarios::Fabric> {
     FC_RETURN_IF_ERROR(startSimulator(progress));
-    FC_RETURN_IF_ERROR(startSubnetManagers(progress));
-    auto subnet = waitForSubnet(progress);
+    // The master first, then the standbys once it rules the subnet: started together, OpenSM
+    // 3.3.23 has been seen here to leave every port without a LID for over a minute. A subnet
+    // that still does not come up gets its SMs started again once.
+    const std::vector<scenarios::SubnetManagerInstance> sms = placeSubnetManagers(options_);
+    const std::vector<scenarios::SubnetManagerInstance> master(sms.begin(), sms.begin() + 1);
+    const int attempt_ms = std::max(1000, options_.ready_timeout_ms / 2);
+    core::Result<ib::IbSubnet> subnet = Status(StatusCode::kUnavailable, "not started");
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      FC_RETURN_IF_ERROR(startSubnetManagers(progress, master));
+      subnet = waitForSubnet(progress, master, attempt_ms);
+      if (subnet.isOk() && sms.size() > 1) {
+        const std::vector<scenarios::SubnetManagerInstance> standbys(sms.begin() + 1, sms.end());
+        FC_RETURN_IF_ERROR(startSubnetManagers(progress, standbys));
+        subnet = waitForSubnet(progress, sms, attempt_ms);
+      }
+      if (subnet.isOk() || attempt == 2 || !deadDaemon().empty()) break;
+      progress(subnet.status().message() + ": starting the subnet managers again");
+      stopSubnetManagers();
+    }
     if (!subnet.isOk()) return subnet.status();
     auto fabric = describeIbLab(options_, *subnet);
     if (!fabric.isOk()) return fabric.status();

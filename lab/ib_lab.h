@@ -2,13 +2,14 @@
 // The simulated InfiniBand lab (`lab up --kind ib`, docs/ib.md). ibsim models the fat tree of
 // lab/ib_lab_plan.h inside a network namespace of its own (its sockets are abstract unix sockets,
 // which are per namespace), with a FIFO as its console; 1-3 OpenSM instances, each attached to a
-// channel adapter through umad2sim, bring the subnet up with distinct priorities. The subnet is up
-// when the observer node sees the highest-priority SM as master, every other SM answers as
-// standby, and ibnetdiscover finds every node and cable with its LID. The fabric is registered
-// from that discovery, through the parser `fabric import` uses. Everything lives in the lab's
-// namespace and directory, so `down` ends every process there and removes both. An SM that stays
-// DISCOVERING, a dead daemon, a subnet that never comes up: `up` fails saying what it saw, and
-// removes what it started. Not thread-safe: one caller at a time.
+// channel adapter through umad2sim, bring the subnet up with distinct priorities: the master
+// first, the standbys once it rules. The subnet is up when the observer node sees the
+// highest-priority SM as master, every other SM answers as standby, and ibnetdiscover finds every
+// node and cable with its LID; a subnet that does not come up gets its SMs started once more. The
+// fabric is registered from that discovery, through the parser `fabric import` uses. Everything
+// lives in the lab's namespace and directory, so `down` ends every process there and removes both.
+// An SM that stays DISCOVERING, a dead daemon, a subnet that never comes up: `up` fails saying what
+// it saw, and removes what it started. Not thread-safe: one caller at a time.
 
 #include <sys/types.h>
 
@@ -58,6 +59,8 @@ class IbLab {
 
   // Each SM's SMInfo as the observer node reads it now.
   std::vector<ObservedSm> observeSubnetManagers(const ib::IbSubnet& subnet);
+  std::vector<ObservedSm> observeSubnetManagers(
+      const ib::IbSubnet& subnet, const std::vector<scenarios::SubnetManagerInstance>& sms);
   // `ibnetdiscover` from the observer node, parsed.
   core::Result<ib::IbSubnet> discover();
 
@@ -66,9 +69,15 @@ class IbLab {
  private:
   core::Status checkPrerequisites();
   core::Status startSimulator(const Progress& progress);
-  core::Status startSubnetManagers(const Progress& progress);
-  // Polls until the subnet is up (see above) or ready_timeout_ms pass.
-  core::Result<ib::IbSubnet> waitForSubnet(const Progress& progress);
+  core::Status startSubnetManagers(const Progress& progress,
+                                   const std::vector<scenarios::SubnetManagerInstance>& sms);
+  // Ends the SMs started so far (a retry starts them again).
+  void stopSubnetManagers();
+  // Polls until the subnet is up with `running` (the first master, the others standby; see
+  // above) or timeout_ms pass.
+  core::Result<ib::IbSubnet> waitForSubnet(
+      const Progress& progress, const std::vector<scenarios::SubnetManagerInstance>& running,
+      int timeout_ms);
   // "" while every daemon started lives; else which one died, with its log's tail.
   std::string deadDaemon();
   core::Result<sys::CommandResult> attached(const std::string& node,
@@ -82,6 +91,7 @@ class IbLab {
     std::string what;  // "ibsim", "sm0 (OpenSM on h0)"
     pid_t pid = 0;
     std::string log;
+    bool sm = false;
   };
   std::vector<Started> started_;
 };

@@ -1,11 +1,12 @@
 #pragma once
 // In-memory sys::DaemonControl: a process table the test fills (addProcess), namespaces with
 // inodes, signals that end a process (SIGKILL, SIGTERM) or are ignored (ignoreSignals), starts
-// that add a process from the spec, and every line written to a console. start() and
-// writeLine() are counted for failOn(). Thread-safe.
+// that add a process from the spec (and call the onStart hook), and every line written to a
+// console. start() and writeLine() are counted for failOn(). Thread-safe.
 
 #include <signal.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,6 +44,12 @@ class FakeDaemonControl : public sys::DaemonControl {
     std::lock_guard<std::mutex> lock(mu_);
     ignore_signals_ = ignore;
   }
+  // Called (outside the lock) with each spec start() accepts, after its process exists: a test
+  // can play the daemon's part (write the log it would write).
+  void onStart(std::function<void(const sys::DaemonSpec&, pid_t)> hook) {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_start_ = std::move(hook);
+  }
   void failOn(int n, core::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     schedule_.failOn(n, std::move(status));
@@ -61,6 +68,19 @@ class FakeDaemonControl : public sys::DaemonControl {
   }
 
   core::Result<pid_t> start(const sys::DaemonSpec& spec) override {
+    pid_t pid = 0;
+    std::function<void(const sys::DaemonSpec&, pid_t)> hook;
+    {
+      auto started = startLocked(spec);
+      if (!started.isOk()) return started;
+      pid = *started;
+      std::lock_guard<std::mutex> lock(mu_);
+      hook = on_start_;
+    }
+    if (hook) hook(spec, pid);
+    return pid;
+  }
+  core::Result<pid_t> startLocked(const sys::DaemonSpec& spec) {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto failure = schedule_.next()) return *failure;
     started_.push_back(spec);
@@ -137,6 +157,7 @@ class FakeDaemonControl : public sys::DaemonControl {
   std::vector<Written> written_;
   FailSchedule schedule_;
   bool ignore_signals_ = false;
+  std::function<void(const sys::DaemonSpec&, pid_t)> on_start_;
   pid_t next_pid_ = 1000;
 };
 

@@ -22,6 +22,7 @@
 #include "injectors/ib/ib_port_faults.h"
 #include "injectors/ib/sm_failover.h"
 #include "injectors/sys/daemon_control.h"
+#include "tests/ib/ib_tier.h"
 #include "tests/privileged/support.h"
 
 namespace fabric_chaos::injectors {
@@ -31,20 +32,7 @@ using nlohmann::json;
 using testing::runShell;
 using testing::waitFor;
 
-constexpr const char* kUmad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 constexpr const char* kNetns = "fcib-subnet";
-
-std::string missingTools() {
-  std::string missing;
-  for (const char* tool : {"ibsim", "opensm", "sminfo", "ibroute", "ibnetdiscover", "smpquery"}) {
-    if (runShell(std::string("command -v ") + tool + " >/dev/null").exit_code != 0) {
-      missing += std::string(missing.empty() ? "" : ", ") + tool;
-    }
-  }
-  if (!std::filesystem::exists(kUmad2sim))
-    missing += (missing.empty() ? "" : ", ") + std::string(kUmad2sim);
-  return missing;
-}
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -54,15 +42,7 @@ class IbFaults : public ::testing::Test {
  protected:
   void SetUp() override {
     FC_REQUIRE_ROOT();
-    const std::string missing = missingTools();
-    if (!missing.empty()) {
-      const std::string why = "ibsim tier: missing " + missing +
-                              " (deploy/install-deps.sh installs ibsim-utils, opensm and "
-                              "infiniband-diags)";
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << why;
-      GTEST_SKIP() << why;
-    }
+    FC_REQUIRE_IB_TOOLS("sminfo", "ibroute", "ibnetdiscover", "smpquery");
     const char* binary = std::getenv("FC_BINARY");
     ASSERT_NE(binary, nullptr) << "FC_BINARY is not set (ctest sets it)";
     binary_ = binary;
@@ -85,8 +65,7 @@ class IbFaults : public ::testing::Test {
   }
   // A Debian tool attached at `node`, from the test's own directory.
   testing::CommandOutput tool(const std::string& node, const std::string& command) {
-    return runShell(std::string("ip netns exec ") + kNetns + " env -C " + obs_dir_ +
-                    " SIM_HOST=" + node + " LD_PRELOAD=" + kUmad2sim + " " + command + " 2>&1");
+    return testing::attachedTool(kNetns, obs_dir_, node, command);
   }
   // The master as sminfo from h3 names it (0 when none answers).
   uint64_t masterGuid() {

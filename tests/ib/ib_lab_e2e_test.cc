@@ -18,6 +18,7 @@
 #include <string>
 
 #include "ib/sminfo.h"
+#include "tests/ib/ib_tier.h"
 #include "tests/privileged/support.h"
 
 namespace fabric_chaos::ib {
@@ -26,20 +27,7 @@ namespace {
 using nlohmann::json;
 using testing::runShell;
 
-constexpr const char* kUmad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 constexpr const char* kNetns = "fcib-subnet";
-
-std::string missingTools() {
-  std::string missing;
-  for (const char* tool : {"ibsim", "opensm", "sminfo", "smpquery", "ibnetdiscover"}) {
-    if (runShell(std::string("command -v ") + tool + " >/dev/null").exit_code != 0) {
-      missing += std::string(missing.empty() ? "" : ", ") + tool;
-    }
-  }
-  if (!std::filesystem::exists(kUmad2sim))
-    missing += (missing.empty() ? "" : ", ") + std::string(kUmad2sim);
-  return missing;
-}
 
 // The live processes in the lab's namespace, by command name.
 std::multiset<std::string> namespaceProcesses() {
@@ -68,7 +56,10 @@ int daemonsUnder(const std::string& dir) {
 class IbLabCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (geteuid() != 0 || !missingTools().empty() || std::getenv("FC_BINARY") == nullptr) return;
+    if (geteuid() != 0 ||
+        !testing::missingIbTools({"sminfo", "smpquery", "ibnetdiscover"}).empty() ||
+        std::getenv("FC_BINARY") == nullptr)
+      return;
     binary_ = std::getenv("FC_BINARY");
     state_dir_ = testing::makeTempDir();
     // Fast timers, so that this lab is also the one the failover cases would use.
@@ -82,23 +73,14 @@ class IbLabCli : public ::testing::Test {
   }
   void SetUp() override {
     FC_REQUIRE_ROOT();
-    const std::string missing = missingTools();
-    if (!missing.empty()) {
-      const std::string why = "ibsim tier: missing " + missing +
-                              " (deploy/install-deps.sh installs ibsim-utils, opensm and "
-                              "infiniband-diags)";
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << why;
-      GTEST_SKIP() << why;
-    }
+    FC_REQUIRE_IB_TOOLS("sminfo", "smpquery", "ibnetdiscover");
     ASSERT_FALSE(binary_.empty()) << "FC_BINARY is not set (ctest sets it)";
     obs_dir_ = state_dir_ + "/observer";
     std::filesystem::create_directories(obs_dir_);
   }
   // A Debian tool run attached at `node`, from a directory of the test's own.
   testing::CommandOutput tool(const std::string& node, const std::string& command) {
-    return runShell(std::string("ip netns exec ") + kNetns + " env -C " + obs_dir_ +
-                    " SIM_HOST=" + node + " LD_PRELOAD=" + kUmad2sim + " " + command + " 2>&1");
+    return testing::attachedTool(kNetns, obs_dir_, node, command);
   }
   json fabric() {
     return json::parse(testing::readFile(state_dir_ + "/fabrics/ib-lab.json"), nullptr, false);

@@ -18,7 +18,9 @@
 #include <string>
 #include <thread>
 
+#include "ib/opensm_log.h"
 #include "ib/sminfo.h"
+#include "tests/ib/ib_tier.h"
 #include "tests/privileged/support.h"
 
 namespace fabric_chaos::ib {
@@ -28,20 +30,7 @@ using nlohmann::json;
 using testing::httpRequest;
 using testing::runShell;
 
-constexpr const char* kUmad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 constexpr const char* kNetns = "fcib-subnet";
-
-std::string missingTools() {
-  std::string missing;
-  for (const char* tool : {"ibsim", "opensm", "sminfo", "ibnetdiscover"}) {
-    if (runShell(std::string("command -v ") + tool + " >/dev/null").exit_code != 0) {
-      missing += std::string(missing.empty() ? "" : ", ") + tool;
-    }
-  }
-  if (!std::filesystem::exists(kUmad2sim))
-    missing += (missing.empty() ? "" : ", ") + std::string(kUmad2sim);
-  return missing;
-}
 
 int64_t wallNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -49,47 +38,11 @@ int64_t wallNowMs() {
       .count();
 }
 
-// The wall-clock time (ms since the epoch) of the first "Entering MASTER state" in an OpenSM log
-// at or after `after_ms`; OpenSM writes local time with microseconds: "Dec 04 14:12:15 656289".
-std::optional<double> enteredMasterAt(const std::string& log, int64_t after_ms) {
-  std::istringstream lines(log);
-  const time_t now = time(nullptr);
-  tm today{};
-  localtime_r(&now, &today);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("Entering MASTER state") == std::string::npos) continue;
-    tm when = today;
-    char month[4] = {};
-    int usec = 0;
-    if (std::sscanf(line.c_str(), "%3s %d %d:%d:%d %d", month, &when.tm_mday, &when.tm_hour,
-                    &when.tm_min, &when.tm_sec, &usec) != 6) {
-      continue;
-    }
-    static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    for (int m = 0; m < 12; ++m) {
-      if (std::string(month) == kMonths[m]) when.tm_mon = m;
-    }
-    when.tm_isdst = -1;
-    const double ms = static_cast<double>(mktime(&when)) * 1000.0 + usec / 1000.0;
-    if (ms >= static_cast<double>(after_ms)) return ms;
-  }
-  return std::nullopt;
-}
-
 class IbRuns : public ::testing::Test {
  protected:
   void SetUp() override {
     FC_REQUIRE_ROOT();
-    const std::string missing = missingTools();
-    if (!missing.empty()) {
-      const std::string why = "ibsim tier: missing " + missing +
-                              " (deploy/install-deps.sh installs ibsim-utils, opensm and "
-                              "infiniband-diags)";
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << why;
-      GTEST_SKIP() << why;
-    }
+    FC_REQUIRE_IB_TOOLS("sminfo", "ibnetdiscover");
     const char* binary = std::getenv("FC_BINARY");
     ASSERT_NE(binary, nullptr) << "FC_BINARY is not set (ctest sets it)";
     binary_ = binary;
@@ -115,8 +68,7 @@ class IbRuns : public ::testing::Test {
     ASSERT_GT(port_, 0) << serve_->output();
   }
   testing::CommandOutput tool(const std::string& node, const std::string& command) {
-    return runShell(std::string("ip netns exec ") + kNetns + " env -C " + obs_dir_ +
-                    " SIM_HOST=" + node + " LD_PRELOAD=" + kUmad2sim + " " + command + " 2>&1");
+    return testing::attachedTool(kNetns, obs_dir_, node, command);
   }
   uint64_t smGuid(int i) {
     return std::stoull(fabric_["ib"]["subnet_managers"][i]["port_guid"].get<std::string>(), nullptr,
@@ -203,8 +155,8 @@ TEST_F(IbRuns, KillingTheMasterIsMeasuredAsTheSubnetsOwnLogAndSminfoSawIt) {
   const json applied = eventOf(events(run["id"]), "fault_applied");
   ASSERT_TRUE(applied.is_object());
   const int64_t fault_wall_ms = applied["wall_ms"].get<int64_t>();
-  auto logged =
-      enteredMasterAt(testing::readFile(dir_ + "/state/ib/ib-lab/sm1/opensm.log"), fault_wall_ms);
+  auto logged = enteredMasterAtMs(testing::readFile(dir_ + "/state/ib/ib-lab/sm1/opensm.log"),
+                                  static_cast<double>(fault_wall_ms));
   ASSERT_TRUE(logged.has_value()) << "sm1 never logged Entering MASTER state";
   const double log_takeover_ms = *logged - static_cast<double>(fault_wall_ms);
   ASSERT_GT(observed_master_ms_.load(), 0) << "sminfo from h3 never named sm1 master";

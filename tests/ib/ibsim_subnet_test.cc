@@ -17,6 +17,7 @@
 
 #include "ib/fat_tree.h"
 #include "ib/ibnetdiscover.h"
+#include "tests/ib/ib_tier.h"
 #include "tests/privileged/support.h"
 
 namespace fabric_chaos::ib {
@@ -25,34 +26,11 @@ namespace {
 using testing::runShell;
 using testing::waitFor;
 
-constexpr const char* kUmad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-
-// What is missing to run ibsim and OpenSM here ("" when nothing).
-std::string missingTools() {
-  std::string missing;
-  for (const char* tool : {"ibsim", "opensm", "sminfo", "ibnetdiscover"}) {
-    if (runShell(std::string("command -v ") + tool + " >/dev/null").exit_code != 0) {
-      missing += std::string(missing.empty() ? "" : ", ") + tool;
-    }
-  }
-  if (!std::filesystem::exists(kUmad2sim))
-    missing += (missing.empty() ? "" : ", ") + std::string(kUmad2sim);
-  return missing;
-}
-
 class IbsimSubnet : public ::testing::Test {
  protected:
   void SetUp() override {
     FC_REQUIRE_ROOT();
-    const std::string missing = missingTools();
-    if (!missing.empty()) {
-      const char* ci = std::getenv("CI");
-      const std::string why = "ibsim tier: missing " + missing +
-                              " (deploy/install-deps.sh installs "
-                              "ibsim-utils, opensm and infiniband-diags)";
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << why;
-      GTEST_SKIP() << why;
-    }
+    FC_REQUIRE_IB_TOOLS("sminfo", "ibnetdiscover");
     dir_ = testing::makeTempDir();
     ASSERT_FALSE(dir_.empty());
     netns_ = "fcib-t" + std::to_string(::getpid());
@@ -83,8 +61,8 @@ class IbsimSubnet : public ::testing::Test {
     const std::string where = dir_ + "/at-" + node;
     std::filesystem::create_directories(where);
     return "cd " + where + " && ip netns exec " + netns_ + " env SIM_HOST=" + node +
-           " OSM_TMP_DIR=" + where + " OSM_CACHE_DIR=" + where + " LD_PRELOAD=" + kUmad2sim + " " +
-           command;
+           " OSM_TMP_DIR=" + where + " OSM_CACHE_DIR=" + where +
+           " LD_PRELOAD=" + testing::kUmad2sim + " " + command;
   }
 
   std::string dir_;

@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/privileged/support.h"
+
 extern char** environ;
 
 namespace fabric_chaos::sys {
@@ -41,43 +43,14 @@ namespace {
 using core::StatusCode;
 namespace fs = std::filesystem;
 
-struct ShellResult {
-  int exit_code = -1;
-  std::string out;
-};
-
 // Runs cmd with /bin/sh, capturing stdout and stderr.
-ShellResult sh(const std::string& cmd) {
-  ShellResult result;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+testing::CommandOutput sh(const std::string& cmd) { return testing::runShell(cmd + " 2>&1"); }
 
-bool inCi() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-// Polls condition every 10 ms until it holds or timeout_ms passes.
 bool waitUntil(const std::function<bool()>& condition, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
+  return testing::waitFor(condition, timeout_ms);
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::readFile;
 
 std::string procPath(pid_t pid, const std::string& file) {
   return "/proc/" + std::to_string(pid) + "/" + file;
@@ -210,19 +183,7 @@ class DaemonGuard {
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string missing;
-    if (::geteuid() != 0) {
-      missing = "root (a named network namespace needs CAP_SYS_ADMIN)";
-    } else if (sh("command -v ip").exit_code != 0) {
-      missing = "the 'ip' tool (iproute2)";
-    }
-    if (!missing.empty()) {
-      if (inCi()) {
-        FAIL() << "privileged tier: missing " << missing;
-      } else {
-        GTEST_SKIP() << "privileged tier skipped outside CI: missing " << missing;
-      }
-    }
+    FC_REQUIRE_ROOT();
     std::string tmpl = (fs::temp_directory_path() / "fcd-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = fs::canonical(tmpl).string();  // what /proc/PID/cwd shows
@@ -346,7 +307,7 @@ TEST_F(DaemonTest, EnvironmentIsExactlyTheGivenOneOrElseOurs) {
 
 TEST_F(DaemonTest, RunsInsideTheNamedNamespace) {
   netns_ = "fcd-t" + std::to_string(::getpid());
-  const ShellResult add = sh("ip netns add " + netns_);
+  const testing::CommandOutput add = sh("ip netns add " + netns_);
   ASSERT_EQ(add.exit_code, 0) << add.out;
 
   DaemonSpec spec;

@@ -578,6 +578,7 @@ TEST(AnalysisTest, StepJsonUsesFieldNamesAndNulls) {
       {"hottest_queue", nullptr},
       {"paused_queues", nlohmann::json::array()},
       {"aggressors", nullptr},
+      {"subnet", nullptr},
       {"survived", true},
       {"recovered", true},
       {"score", 61.5},
