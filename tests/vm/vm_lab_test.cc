@@ -301,7 +301,7 @@ TEST_F(VmLabCommand, MissingKernelAndBadSizesAreOneClearSentence) {
       << one_host.out;
   auto bad_kind = runShell(binary_ + " lab up --kind kvm 2>&1");
   EXPECT_EQ(bad_kind.exit_code, 2);
-  EXPECT_NE(bad_kind.out.find("--kind must be netns or vm"), std::string::npos) << bad_kind.out;
+  EXPECT_NE(bad_kind.out.find("--kind must be netns, vm or ib"), std::string::npos) << bad_kind.out;
   EXPECT_EQ(runningLabQemus(), 0);
 }
 
