@@ -267,6 +267,12 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
         "--peer-guid",  spec.next_addr,
         "--duration-s", std::to_string((spec.max_duration_ms + 999) / 1000)};
     argv.insert(argv.end(), probe.begin(), probe.end());
+    if (spec.rank == 0) {
+      // One rank reads the switches' routes for the whole subnet. In the simulated lab a pass
+      // costs under a millisecond, so it runs every 5 ms: OpenSM mends a cut in 10-30 ms there.
+      argv.push_back("--check-routes");
+      if (!spec.ib_node.empty()) argv.insert(argv.end(), {"--routes-period-ms", "5"});
+    }
     return argv;
   }
   return {self_exe,

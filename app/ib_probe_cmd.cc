@@ -33,6 +33,10 @@ protocol (one JSON object per line); docs/ib.md, "The IB probe".
   --ca NAME         the CA to use (default: the first)
   --port N          its port (default 1)
   --timeout-ms MS   per MAD (default 50); --retries N (default 2)
+  --check-routes    also discover the subnet and read every switch's forwarding table and port
+                    states in the idle part of each period: routes_checked, routes_broken,
+                    routes_restored and lft_changed events (one rank per subnet is enough)
+  --routes-period-ms MS  how often a pass of route reads starts (default 100, 5..10000)
 )";
 
 std::atomic<bool> g_probe_stop{false};
@@ -45,10 +49,10 @@ bool readInt(const Flags& flags, const std::string& name, int64_t low, int64_t h
 }  // namespace
 
 int ibProbeMain(int argc, char** argv) {
-  const Flags flags = parseFlags(
-      argc, argv,
-      {{"rank", "peer-guid", "period-ms", "duration-s", "ca", "port", "timeout-ms", "retries"},
-       {"help"}});
+  const Flags flags = parseFlags(argc, argv,
+                                 {{"rank", "peer-guid", "period-ms", "duration-s", "ca", "port",
+                                   "timeout-ms", "retries", "routes-period-ms"},
+                                  {"help", "check-routes"}});
   if (!flags.error.empty()) {
     std::fprintf(stderr, "fabric-chaos ib-probe: %s\n\n%s", flags.error.c_str(), kIbProbeUsage);
     return 2;
@@ -68,7 +72,8 @@ int ibProbeMain(int argc, char** argv) {
       !readInt(flags, "duration-s", 1, 86400, duration_s) ||
       !readInt(flags, "port", 1, 254, port) ||
       !readInt(flags, "timeout-ms", 1, 10000, timeout_ms) ||
-      !readInt(flags, "retries", 0, 10, retries)) {
+      !readInt(flags, "retries", 0, 10, retries) ||
+      !readInt(flags, "routes-period-ms", 5, 10000, options.routes_period_ms)) {
     return 2;
   }
   if (auto guid = flags.get("peer-guid")) {
@@ -84,6 +89,7 @@ int ibProbeMain(int argc, char** argv) {
     }
   }
   options.rank = static_cast<int>(rank);
+  options.check_routes = flags.has("check-routes");
   options.max_duration_ms = duration_s * 1000;
   auto management =
       workload::openIbManagement(flags.getOr("ca", ""), static_cast<int>(port),
@@ -94,7 +100,7 @@ int ibProbeMain(int argc, char** argv) {
   }
   installStopHandlers(requestProbeStop);
   signal(SIGPIPE, SIG_IGN);
-  return workload::runIbProbe(options, **management, std::cout, g_probe_stop);
+  return workload::runIbProbe(options, **management, management->get(), std::cout, g_probe_stop);
 }
 
 }  // namespace fabric_chaos::app

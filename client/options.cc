@@ -32,7 +32,7 @@ Options:
   --fabric F          run on this fabric instead of the scenario's or the server's default
   --gate KEY=VALUE    override a gate, repeatable: min_score=60, max_recovery_ms=2000,
                       min_retained=0.5, max_p99_slowdown=3, max_sm_takeover_ms=5000,
-                      require_survival=true
+                      max_reroute_ms=500, require_survival=true
                       (not with --suite)
   --wait              follow the run(s) to the end; without it print the id and exit 0
   --junit FILE        write a JUnit XML report (with --wait)

@@ -12,8 +12,9 @@ using nlohmann::json;
 namespace {
 
 // Gates whose verdict names the steps that broke them (scenarios/analysis.cc, checkGates).
-const std::set<std::string> kPerStepGates = {"max_recovery_ms", "min_retained", "max_p99_slowdown",
-                                             "max_sm_takeover_ms", "require_survival"};
+const std::set<std::string> kPerStepGates = {"max_recovery_ms",  "min_retained",
+                                             "max_p99_slowdown", "max_sm_takeover_ms",
+                                             "max_reroute_ms",   "require_survival"};
 
 std::string fmt(const char* format, double value) {
   char buffer[64];

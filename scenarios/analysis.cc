@@ -464,6 +464,33 @@ std::vector<GateVerdict> checkGates(const Gates& gates, const RunAnalysis& analy
         }));
   }
 
+  if (gates.max_reroute_ms) {
+    const double limit = *gates.max_reroute_ms;
+    verdicts.push_back(perStepGate(
+        "max_reroute_ms", analysis,
+        [&](const StepMetrics& m) -> std::string {
+          if (!m.subnet) return format("step %d: no IB probe measured the subnet", m.step);
+          if (!m.subnet->routes_restored) {
+            return format("step %d left %d channel-adapter pairs unroutable", m.step,
+                          m.subnet->unroutable_pairs);
+          }
+          const auto& reroute = m.subnet->time_to_routable_ms;
+          if (reroute && *reroute > limit) {
+            return format("step %d: every pair was routable again after ", m.step) +
+                   fmtMs(*reroute) + " > " + fmtMs(limit);
+          }
+          return "";
+        },
+        "no fault steps to measure",
+        [&] {
+          const double slowest = largestOver(analysis, [](const StepMetrics& m) {
+            return m.subnet ? m.subnet->time_to_routable_ms.value_or(0) : 0;
+          });
+          return format("every step's routes were whole again within %s (slowest %s)",
+                        fmtMs(limit).c_str(), fmtMs(slowest).c_str());
+        }));
+  }
+
   if (gates.max_p99_slowdown) {
     const double limit = *gates.max_p99_slowdown;
     verdicts.push_back(perStepGate(

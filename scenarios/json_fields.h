@@ -4,10 +4,9 @@
 // "hosts[0].nics[2].name") to fix. Pure; safe from any thread.
 
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 

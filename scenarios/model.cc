@@ -197,9 +197,10 @@ Status parseStep(const json& obj, const std::string& path, FaultStep& out) {
 }
 
 Status parseGates(const json& obj, const std::string& path, Gates& out) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path,
-                                 {"min_score", "max_recovery_ms", "min_retained",
-                                  "max_p99_slowdown", "max_sm_takeover_ms", "require_survival"}));
+  FC_RETURN_IF_ERROR(
+      checkObject(obj, path,
+                  {"min_score", "max_recovery_ms", "min_retained", "max_p99_slowdown",
+                   "max_sm_takeover_ms", "max_reroute_ms", "require_survival"}));
   FC_RETURN_IF_ERROR(readOptionalNumber(obj, path, "min_score", 0, 100,
                                         "must be a number in [0, 100]", out.min_score));
   FC_RETURN_IF_ERROR(
@@ -212,6 +213,9 @@ Status parseGates(const json& obj, const std::string& path, Gates& out) {
   FC_RETURN_IF_ERROR(
       readOptionalNumber(obj, path, "max_sm_takeover_ms", 0, static_cast<double>(kMaxTimeMs),
                          "must be a non-negative number of milliseconds", out.max_sm_takeover_ms));
+  FC_RETURN_IF_ERROR(
+      readOptionalNumber(obj, path, "max_reroute_ms", 0, static_cast<double>(kMaxTimeMs),
+                         "must be a non-negative number of milliseconds", out.max_reroute_ms));
   if (const json* survival = find(obj, "require_survival")) {
     if (!survival->is_boolean()) {
       return invalid(child(path, "require_survival"), "must be true or false");
@@ -406,6 +410,7 @@ json toJson(const Scenario& scenario) {
   if (scenario.gates.max_sm_takeover_ms) {
     gates["max_sm_takeover_ms"] = *scenario.gates.max_sm_takeover_ms;
   }
+  if (scenario.gates.max_reroute_ms) gates["max_reroute_ms"] = *scenario.gates.max_reroute_ms;
   json stop = {{"on_rank_death", scenario.stop_conditions.on_rank_death}};
   if (scenario.stop_conditions.min_busbw_fraction) {
     stop["min_busbw_fraction"] = *scenario.stop_conditions.min_busbw_fraction;

@@ -81,6 +81,9 @@ struct Gates {
   // InfiniBand runs: a step whose master SM changed must have had its new master answer within
   // this long of the fault, and no step may leave the SA unanswered (scenarios/subnet_recovery.h).
   std::optional<double> max_sm_takeover_ms;
+  // InfiniBand runs: a step that left channel-adapter pairs unroutable (the IB probe's reading of
+  // the switches' LFTs) must have every pair routable again within this long of the fault.
+  std::optional<double> max_reroute_ms;
   bool require_survival = true;  // every rank must finish
 };
 

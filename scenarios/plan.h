@@ -4,10 +4,9 @@
 // duration_ms. Pure; table-tested.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "scenarios/model.h"
@@ -37,8 +36,7 @@ struct FaultPhase {
 core::Result<std::vector<FaultPhase>> stepPhases(const FaultStep& step, int index);
 
 // Actions sorted by apply_at_ms. Steps with several resolved targets get one action per target.
-core::Result<std::vector<PlannedAction>> planFaults(const Scenario& scenario,
-                                                    const Fabric& fabric);
+core::Result<std::vector<PlannedAction>> planFaults(const Scenario& scenario, const Fabric& fabric);
 
 // The [first apply, last revert] span of each step, in ms from the end of the baseline.
 struct StepSpan {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "workload/ib_route_watch.h"
+#include "workload/ib_routes.h"
 #include "workload/report.h"
 
 namespace fabric_chaos::workload {
@@ -101,12 +103,74 @@ bool sleepUntil(int64_t until_ns, const std::atomic<bool>& stop) {
   return false;
 }
 
+// What the next round's start leaves for reading routes: a read must not delay it.
+constexpr int64_t kRouteReadMarginNs = 2 * kNsPerMs;
+
+// The route reads of a probe with check_routes: a pass starts every period_ns, and its reads go
+// in the idle time between rounds.
+class RouteReads {
+ public:
+  RouteReads(ib::RouteMap map, int timeout_ms, int64_t period_ns)
+      : sweep_(map, timeout_ms), watch_(map), period_ns_(period_ns) {}
+
+  // Idles until `until_ns` (the next round), reading routes whenever a pass is due. False on stop.
+  bool idleUntil(int64_t until_ns, SmpReader& smp, ProbeReport& report,
+                 const std::atomic<bool>& stop) {
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int64_t now_ns = core::steadyNowNs();
+      if (now_ns >= until_ns) return true;
+      if (!sweep_.midPass() && now_ns < next_pass_ns_) {
+        if (!sleepUntil(std::min(until_ns, next_pass_ns_), stop)) return false;
+        continue;
+      }
+      if (auto pass = sweep_.advance(smp, until_ns - kRouteReadMarginNs)) {
+        const int64_t done_ns = core::steadyNowNs();
+        next_pass_ns_ = done_ns - pass->duration_ns + period_ns_;
+        for (const RouteEvent& e : watch_.onPass(pass->reading, done_ns, pass->duration_ns)) {
+          report.event(e.kind.c_str(), e.detail, done_ns);
+        }
+        continue;
+      }
+      return sleepUntil(until_ns, stop);  // no time left before the round: the pass goes on after
+    }
+    return false;
+  }
+
+ private:
+  RouteSweep sweep_;
+  RouteWatch watch_;
+  int64_t period_ns_;
+  int64_t next_pass_ns_ = 0;
+};
+
+// Idles until `until_ns`, reading routes meanwhile when there are any to read. False on stop.
+bool idleUntil(int64_t until_ns, std::optional<RouteReads>& routes, SmpReader* smp,
+               ProbeReport& report, const std::atomic<bool>& stop) {
+  if (!routes) return sleepUntil(until_ns, stop);
+  return routes->idleUntil(until_ns, *smp, report, stop);
+}
+
 }  // namespace
 
-int runIbProbe(const IbProbeOptions& options, IbManagement& management, std::ostream& out,
-               const std::atomic<bool>& stop) {
+int runIbProbe(const IbProbeOptions& options, IbManagement& management, SmpReader* smp,
+               std::ostream& out, const std::atomic<bool>& stop) {
   ProbeReport report(out, options.rank);
+  std::optional<RouteReads> routes;
+  std::string routes_unavailable;
+  if (options.check_routes && smp != nullptr) {
+    // Before ready: the discovery's reads are not part of any iteration.
+    auto map = discoverRoutes(*smp, options.route_timeout_ms);
+    if (map.isOk()) {
+      routes.emplace(std::move(*map), options.route_timeout_ms,
+                     std::max<int64_t>(options.routes_period_ms, 1) * kNsPerMs);
+    } else {
+      routes_unavailable = map.status().message();
+    }
+  }
   report.ready();
+  if (!routes_unavailable.empty()) {
+    report.event(kEventRoutesUnavailable, {{"reason", routes_unavailable}}, core::steadyNowNs());
+  }
   const int64_t period_ns = std::max<int64_t>(options.period_ms, 1) * kNsPerMs;
   const int64_t end_ns = core::steadyNowNs() + options.max_duration_ms * kNsPerMs;
   int64_t iteration = 0;
@@ -126,7 +190,7 @@ int runIbProbe(const IbProbeOptions& options, IbManagement& management, std::ost
         report.event(kEventSaUnavailable, {{"reason", round.failure}, {"iteration", iteration}},
                      now_ns);
       }
-      if (!sleepUntil(now_ns + period_ns, stop)) break;
+      if (!idleUntil(now_ns + period_ns, routes, smp, report, stop)) break;
       continue;
     }
     if (outage_since_ns) {
@@ -151,7 +215,7 @@ int runIbProbe(const IbProbeOptions& options, IbManagement& management, std::ost
     lid = round.port.lid;
     // The iteration lasts until the next round begins: a healthy subnet gives one iteration per
     // period, an outage one long iteration, so the analysis measures availability, not latency.
-    if (!sleepUntil(std::max(start_ns + period_ns, now_ns), stop)) break;
+    if (!idleUntil(std::max(start_ns + period_ns, now_ns), routes, smp, report, stop)) break;
     const int64_t next_ns = core::steadyNowNs();
     report.sample({iteration, start_ns, next_ns - start_ns, kIbProbeBytesPerRound});
     ++iteration;

@@ -11,6 +11,11 @@
 //   sa_available       {"after_ms", "iteration"} the round that ends it
 //   sm_master_changed  {"from", "to", "lid", "priority"} (GUIDs "0x...") a new master answers
 //   lid_changed        {"from", "to"} the local port's LID moved (it should not)
+// With check_routes it also discovers the subnet before it reports ready and then, in the idle
+// part of every period, reads every switch's forwarding table and port states, reporting whether
+// every channel-adapter pair is routable and how many entries a re-route rewrote
+// (workload/ib_route_watch.h lists those events; routes_unavailable {"reason"} when the discovery
+// fails, after which the probe goes on without them). One rank per subnet is enough.
 // runIbProbe() blocks until max_duration_ms pass or stop is set.
 
 #include <atomic>
@@ -18,6 +23,7 @@
 #include <ostream>
 
 #include "workload/sys/ib_management.h"
+#include "workload/sys/ib_smp.h"
 
 namespace fabric_chaos::workload {
 
@@ -26,6 +32,9 @@ struct IbProbeOptions {
   uint64_t peer_guid = 0;  // the port the PathRecord asks for; 0: the local port's own
   int64_t period_ms = 100;
   int64_t max_duration_ms = 600000;
+  bool check_routes = false;
+  int route_timeout_ms = 20;  // per route read: a switch answers in microseconds, ibsim in ~1 ms
+  int64_t routes_period_ms = 100;  // a pass of route reads starts this often, time permitting
 };
 
 // What one round moves: two queries and their answers, 256-byte MADs each. The analysis needs a
@@ -36,9 +45,11 @@ inline constexpr char kEventSaUnavailable[] = "sa_unavailable";
 inline constexpr char kEventSaAvailable[] = "sa_available";
 inline constexpr char kEventSmMasterChanged[] = "sm_master_changed";
 inline constexpr char kEventLidChanged[] = "lid_changed";
+inline constexpr char kEventRoutesUnavailable[] = "routes_unavailable";
 
-// Returns 0 after a normal finish, 1 when `out` failed (the agent is gone).
-int runIbProbe(const IbProbeOptions& options, IbManagement& management, std::ostream& out,
-               const std::atomic<bool>& stop);
+// Returns 0 after a normal finish, 1 when `out` failed (the agent is gone). `smp` reads the
+// routes when options.check_routes is set (the same port as `management`).
+int runIbProbe(const IbProbeOptions& options, IbManagement& management, SmpReader* smp,
+               std::ostream& out, const std::atomic<bool>& stop);
 
 }  // namespace fabric_chaos::workload

@@ -129,6 +129,17 @@ TEST(LocalAgent, AnIbProbeRankRunsAttachedAtItsSimulatedNode) {
   EXPECT_EQ(LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec),
             (std::vector<std::string>{"/usr/bin/fabric-chaos", "ib-probe", "--rank", "3",
                                       "--peer-guid", "0x0000000000100001", "--duration-s", "62"}));
+  // Rank 0 also reads the switches' routes, every 5 ms in the simulated lab and at the
+  // probe's default pace on a real subnet.
+  spec.rank = 0;
+  EXPECT_EQ(
+      LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec),
+      (std::vector<std::string>{"/usr/bin/fabric-chaos", "ib-probe", "--rank", "0", "--peer-guid",
+                                "0x0000000000100001", "--duration-s", "62", "--check-routes"}));
+  spec.ib_node = "h0";
+  const auto lab = LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec);
+  EXPECT_EQ(std::vector<std::string>(lab.end() - 3, lab.end()),
+            (std::vector<std::string>{"--check-routes", "--routes-period-ms", "5"}));
 }
 
 TEST(LocalAgent, ReadsEveryLineOfARealChildAndReportsItsExit) {

@@ -267,7 +267,26 @@ async function checkPureHelpers() {
       'sw0/p1/lossless: paused 2\u00a0987 ms, 4\u00a0211 frames; watchdog +200 ms'],
   ];
   for (const [s, want] of pausedCases) assert.equal(cells.fmtPausedQueues(s), want, JSON.stringify(s));
+  // IB steps' subnet figures, as ib_run_e2e_test's runs produced them.
+  const subnet = (extra) => ({ time_to_new_master_ms: null, new_master: '', sa_outage_ms: 0, sa_restored: true,
+    lid_changes: 0, time_to_routable_ms: null, routes_restored: true, unroutable_pairs: 0, lft_entries_changed: 0,
+    lft_share_changed: 0, lft_entries_differ_after: 0, ...extra });
+  const subnetCases = [
+    [{}, '–'],
+    [{ subnet: subnet({}) }, 'no change seen'],
+    [{ subnet: subnet({ time_to_new_master_ms: 3600.2, new_master: '0x0000000000100005', sa_outage_ms: 3021.4,
+      master_returned: true }) }, 'new master +3.6 s (…100005); SA out 3.0 s'],
+    [{ subnet: subnet({ time_to_new_master_ms: 3600.2, new_master: '0x0000000000100005', master_returned: false }) },
+      'new master +3.6 s (…100005), original master not back'],
+    [{ subnet: subnet({ time_to_routable_ms: 14.27, unroutable_pairs: 4, lft_entries_changed: 20,
+      lft_share_changed: 0.625, sa_outage_ms: 100.9 }) },
+    'SA out 101 ms; routable again +14 ms (4 pairs broken); 20 LFT entries rewritten (63 %), 0 differ at the end'],
+    [{ subnet: subnet({ routes_restored: false, unroutable_pairs: 1, sa_restored: false, sa_outage_ms: 60000,
+      lid_changes: 1 }) }, 'SA still out after 60.0 s; 1 pair left unroutable; 1 LID move'],
+  ];
+  for (const [s, want] of subnetCases) assert.equal(cells.fmtSubnet(s), want, JSON.stringify(s));
   return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, ${pausedCases.length} PFC cell cases, ` +
+    `${subnetCases.length} IB subnet cell cases, ` +
     `${classCases.length} source types, ` +
     `${goodputCases.length} goodput cases, ${troubleCases.length} trouble-counter names, ${counterCases.length} default ` +
     'RDMA counter cases, merge/align/default-queue checks';
@@ -1030,9 +1049,10 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     assert.equal((await page.textContent(tid('step-hottest-queue'))).trim(), '–');
     assert.deepEqual(st.paused_queues, [], 'paused queues on a fabric without PFC');
     assert.equal((await page.textContent(tid('step-paused-queues'))).trim(), '–');
+    assert.equal((await page.textContent(tid('step-subnet'))).trim(), '–', 'subnet figures on an Ethernet run');
     const headers = await page.locator(`${tid('steps-table')} th`).allTextContents();
     assert.ok(headers.includes('p99 iteration (base → fault)') && headers.includes('hottest queue') &&
-      headers.includes('paused (PFC)'), `headers: ${headers}`);
+      headers.includes('paused (PFC)') && headers.includes('subnet (IB)'), `headers: ${headers}`);
 
     // Seed telemetry as a modelled fabric's sampler would have stored it, and the analysis's
     // hottest queue as attachCongestion would have found it (its drops: 800 a tick in the fault).

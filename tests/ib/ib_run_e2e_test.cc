@@ -170,10 +170,16 @@ TEST_F(IbRuns, KillingTheMasterIsMeasuredAsTheSubnetsOwnLogAndSminfoSawIt) {
   EXPECT_LE(takeover_ms, log_takeover_ms + 1000);
   EXPECT_NEAR(takeover_ms, sminfo_takeover_ms, 1000);
 
-  // The revert restarted sm0, which took mastership back.
+  // The revert restarted sm0, which should take mastership back; in this lab OpenSM sometimes
+  // leaves the restarted higher-priority SM in DISCOVERING and sm1 rules on. Either way the
+  // step's figures must say what sminfo sees.
   auto master = parseSminfo(tool("h3", "sminfo").out);
   ASSERT_TRUE(master.isOk());
-  EXPECT_EQ(master->guid, smGuid(0));
+  ASSERT_TRUE(master->guid == smGuid(0) || master->guid == smGuid(1)) << master->guid;
+  const bool back = master->guid == smGuid(0);
+  std::cout << (back ? "after the revert sm0 is master again\n"
+                     : "after the revert sm1 is still master (sm0 did not take it back)\n");
+  EXPECT_EQ(subnet["master_returned"], back) << subnet.dump();
 }
 
 TEST_F(IbRuns, ASpineLinkDownIsRoutedAroundWithAtMostARoundOfSaOutage) {
@@ -208,6 +214,25 @@ TEST_F(IbRuns, ASpineLinkDownIsRoutedAroundWithAtMostARoundOfSaOutage) {
   EXPECT_EQ(subnet["sa_restored"], true);
   EXPECT_TRUE(subnet["time_to_new_master_ms"].is_null());
   EXPECT_EQ(subnet["lid_changes"], 0);
+  // Rank 0 read the switches' tables: the cut broke the pairs that crossed it until OpenSM's
+  // re-route (ib_probe_routes_e2e_test holds these figures against ibtracert and ibroute).
+  std::cout << "spine link down: routable again after " << subnet["time_to_routable_ms"] << " ms, "
+            << subnet["unroutable_pairs"] << " pairs broken, " << subnet["lft_entries_changed"]
+            << " LFT entries rewritten, " << subnet["lft_entries_differ_after"]
+            << " differ from the start at the end\n";
+  ASSERT_TRUE(subnet["time_to_routable_ms"].is_number()) << subnet.dump();
+  EXPECT_LE(subnet["time_to_routable_ms"].get<double>(), 500);
+  EXPECT_EQ(subnet["routes_restored"], true);
+  EXPECT_GE(subnet["unroutable_pairs"].get<int>(), 1);
+  EXPECT_LE(subnet["unroutable_pairs"].get<int>(), 12);
+  EXPECT_GT(subnet["lft_entries_changed"].get<int>(), 0);
+  bool reroute_gate = false;
+  for (const json& verdict : run["result"]["gates"]) {
+    if (verdict.value("gate", "") != "max_reroute_ms") continue;
+    reroute_gate = true;
+    EXPECT_EQ(verdict["passed"], true) << verdict.dump();
+  }
+  EXPECT_TRUE(reroute_gate) << run["result"].dump().substr(0, 2000);
   EXPECT_EQ(fewest.load(), 14) << "one cable (two ends) of 8 was down during the run";
   EXPECT_EQ(cables(), 16) << "all 8 cables are back";
 }

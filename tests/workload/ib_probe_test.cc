@@ -10,6 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "tests/workload/fake_ib_subnet.h"
+#include "workload/ib_route_watch.h"
 #include "workload/report.h"
 
 namespace fabric_chaos::workload {
@@ -50,16 +52,20 @@ class ScriptedSubnet : public IbManagement {
   ScriptedRound current_;
 };
 
-std::vector<ReportLine> run(const std::vector<ScriptedRound>& script) {
+// `smp`: with it, the probe also reads routes, a pass every millisecond of the idle time that its
+// 2 ms margin before each round leaves (so periods of 8 ms).
+std::vector<ReportLine> run(const std::vector<ScriptedRound>& script, SmpReader* smp = nullptr) {
   std::atomic<bool> stop{false};
   ScriptedSubnet subnet(script, stop);
   std::ostringstream out;
   IbProbeOptions options;
   options.rank = 2;
   options.peer_guid = 0x100001;
-  options.period_ms = 2;
+  options.period_ms = smp != nullptr ? 8 : 2;
   options.max_duration_ms = 60000;
-  EXPECT_EQ(runIbProbe(options, subnet, out, stop), 0);
+  options.check_routes = smp != nullptr;
+  options.routes_period_ms = 1;
+  EXPECT_EQ(runIbProbe(options, subnet, smp, out, stop), 0);
   std::vector<ReportLine> lines;
   std::istringstream text(out.str());
   for (std::string line; std::getline(text, line);) {
@@ -138,6 +144,34 @@ TEST(IbProbe, AnOutageIsOneIterationBetweenUnavailableAndAvailable) {
   EXPECT_GE(samples[2].duration_ns, 3 * 2'000'000);
   EXPECT_LE(samples[2].start_ns, events[0].t_ns);
   EXPECT_GE(samples[2].start_ns + samples[2].duration_ns, events[1].t_ns);
+}
+
+TEST(IbProbe, WithRoutesItReportsWhatItWatchesAfterReadyAndKeepsOneIterationPerPeriod) {
+  testing::FakeIbSubnet routes("h3");
+  const auto lines = run(std::vector<ScriptedRound>(20), &routes);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines.front().type, ReportLine::Type::kReady);
+  const auto events = eventsOf(lines);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].kind, kEventRoutesChecked);
+  EXPECT_EQ(events[0].detail["switches"], 4);
+  EXPECT_EQ(events[0].detail["pairs"], 12);
+  EXPECT_EQ(events.size(), 1u) << "a healthy subnet: nothing after the first pass";
+  EXPECT_EQ(samplesOf(lines).size(), 20u);
+  // A pass every millisecond of idle time, over 20 periods: many passes, each 16 reads.
+  EXPECT_GT(routes.queries(), 5 * 16);
+}
+
+TEST(IbProbe, ARouteDiscoveryThatFailsIsReportedAndTheProbeGoesOn) {
+  testing::FakeIbSubnet routes("h3");
+  routes.cut("h3", 1);
+  const auto lines = run(std::vector<ScriptedRound>(4), &routes);
+  const auto events = eventsOf(lines);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, kEventRoutesUnavailable);
+  EXPECT_NE(events[0].detail["reason"].get<std::string>().find("nothing answers behind local port"),
+            std::string::npos);
+  EXPECT_EQ(samplesOf(lines).size(), 4u);
 }
 
 }  // namespace

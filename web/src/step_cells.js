@@ -52,3 +52,32 @@ export function fmtPausedQueues(step) {
   if (queues.length > 1) text += ` (+${queues.length - 1} more ${queues.length > 2 ? 'queues' : 'queue'})`;
   return text;
 }
+
+// An InfiniBand step's subnet figures (scenarios/subnet_recovery.h, docs/scoring.md):
+// "new master +3.6 s (…100005); SA out 3.0 s; routable again +14 ms (4 pairs broken);
+// 20 LFT entries rewritten (63 %), 0 differ at the end". Only what happened is named; a step
+// whose subnet saw nothing says so, and a step without subnet figures (Ethernet) is "–".
+export function fmtSubnet(step) {
+  const s = step && step.subnet;
+  if (!s) return '–';
+  const parts = [];
+  const secs = (ms) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
+  if (isNumber(s.time_to_new_master_ms)) {
+    const guid = s.new_master ? ` (…${String(s.new_master).slice(-6)})` : '';
+    parts.push(`new master +${secs(s.time_to_new_master_ms)}${guid}` +
+      (s.master_returned === false ? ', original master not back' : ''));
+  }
+  if (s.sa_restored === false) parts.push(`SA still out after ${secs(s.sa_outage_ms)}`);
+  else if (s.sa_outage_ms > 0) parts.push(`SA out ${secs(s.sa_outage_ms)}`);
+  const pairs = (n) => `${fmtCount(n)} ${n === 1 ? 'pair' : 'pairs'}`;
+  if (s.routes_restored === false) parts.push(`${pairs(s.unroutable_pairs)} left unroutable`);
+  else if (isNumber(s.time_to_routable_ms)) {
+    parts.push(`routable again +${secs(s.time_to_routable_ms)} (${pairs(s.unroutable_pairs)} broken)`);
+  }
+  if (s.lft_entries_changed > 0) {
+    parts.push(`${fmtCount(s.lft_entries_changed)} LFT entries rewritten ` +
+      `(${Math.round(100 * (s.lft_share_changed || 0))} %), ${fmtCount(s.lft_entries_differ_after)} differ at the end`);
+  }
+  if (s.lid_changes > 0) parts.push(`${fmtCount(s.lid_changes)} LID ${s.lid_changes === 1 ? 'move' : 'moves'}`);
+  return parts.length ? parts.join('; ') : 'no change seen';
+}

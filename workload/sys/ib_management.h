@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "ib/sminfo.h"
+#include "workload/sys/ib_smp.h"
 
 namespace fabric_chaos::workload {
 
@@ -29,9 +30,13 @@ class IbManagement {
   virtual core::Result<uint16_t> pathRecord(uint16_t sa_lid, uint64_t dest_port_guid) = 0;
 };
 
+// Both over one UMAD port: umad2sim answers only the last registration a process makes, so the
+// probe's SA rounds and its route reads must share one.
+class IbPort : public IbManagement, public SmpReader {};
+
 // Opens UMAD port `port` of CA `ca` ("" = the first) for SMP and SA queries. kUnavailable naming
 // the CA when there is none (no IB stack, or umad2sim without its simulator).
-core::Result<std::unique_ptr<IbManagement>> openIbManagement(const std::string& ca, int port,
-                                                             int timeout_ms, int retries);
+core::Result<std::unique_ptr<IbPort>> openIbManagement(const std::string& ca, int port,
+                                                       int timeout_ms, int retries);
 
 }  // namespace fabric_chaos::workload

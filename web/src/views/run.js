@@ -5,7 +5,7 @@
 // into one store for both panels: once when the run is finished, every POLL_MS while live.
 import { canOperate, get, post, streamUrl, whoami } from '../api.js';
 import { busbwPlot, alignSeries, rankPoints, xLink } from '../plot.js';
-import { fmtHottestQueue, fmtP99Iteration, fmtPausedQueues } from '../step_cells.js';
+import { fmtHottestQueue, fmtP99Iteration, fmtPausedQueues, fmtSubnet } from '../step_cells.js';
 import { telemetryFeed } from '../telemetry_feed.js';
 import { hostTelemetryPanel } from './run_host_telemetry.js';
 import { telemetryPanel } from './run_telemetry.js';
@@ -181,10 +181,10 @@ export async function runView(ctx, id) {
     const steps = analysis.steps || [];
     stepsSlot.replaceChildren();
     if (steps.length) {
-      // In a scroller of its own: thirteen columns can be wider than the page.
+      // In a scroller of its own: fourteen columns can be wider than the page.
       stepsSlot.append(el('div', { class: 'table-scroll' }, el('table', { class: 'metrics', testid: 'steps-table' },
         el('thead', {}, el('tr', {}, ['step', 'fault', 'window', 'retained', 'worst busbw', 'detect', 'recover', 'longest stall',
-          'p99 iteration (base → fault)', 'hottest queue', 'paused (PFC)', 'survived', 'score'].map((h) => el('th', {}, h)))),
+          'p99 iteration (base → fault)', 'hottest queue', 'paused (PFC)', 'subnet (IB)', 'survived', 'score'].map((h) => el('th', {}, h)))),
         el('tbody', {}, steps.map((s) => el('tr', { testid: 'step-row' },
           el('td', {}, s.step), el('td', {}, stepKind(current, s.step)),
           el('td', {}, `${fmtMs(s.fault_start_ms)} – ${fmtMs(s.fault_end_ms)}`),
@@ -196,6 +196,7 @@ export async function runView(ctx, id) {
           el('td', { class: 'num', testid: 'step-p99' }, fmtP99Iteration(s)),
           el('td', { class: 'small', testid: 'step-hottest-queue' }, fmtHottestQueue(s.hottest_queue)),
           el('td', { class: 'small', testid: 'step-paused-queues' }, fmtPausedQueues(s)),
+          el('td', { class: 'small', testid: 'step-subnet' }, fmtSubnet(s)),
           el('td', {}, s.survived ? 'yes' : 'no'),
           el('td', { class: 'num' }, fmtNumber(s.score))))))));
     } else {
