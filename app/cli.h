@@ -23,6 +23,8 @@ int pfcSwitchMain(int argc, char** argv);
 int trafficMain(int argc, char** argv);
 // The IB lab's workload rank (app/ib_probe_cmd.cc): `ib-probe ...`.
 int ibProbeMain(int argc, char** argv);
+// One IB switch port read or set by direct route (app/ib_port_cmd.cc): `ib-port ...`.
+int ibPortMain(int argc, char** argv);
 // Fabric descriptions from discovery output (app/fabric_cmd.cc): `fabric import ...`.
 int fabricMain(int argc, char** argv);
 

@@ -204,10 +204,12 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
       dcb(sys::makeKernelDcb()),
       pfc_switches(sys::makeProcessPfcSwitchControl()),
       daemons(sys::makeDaemonControl()),
-      registry(
-          injectors::makeRegistry({links.get(), nftables.get(), qdiscs.get(), emitters.get(),
-                                   forwarding.get(), dcb.get(), pfc_switches.get(), daemons.get()},
-                                  withSelfExe(registry_options, self_exe))),
+      commands(sys::makeCommandRunner()),
+      ib_ports(sys::makeIbPortCommand(commands.get(), self_exe)),
+      registry(injectors::makeRegistry(
+          {links.get(), nftables.get(), qdiscs.get(), emitters.get(), forwarding.get(), dcb.get(),
+           pfc_switches.get(), daemons.get(), ib_ports.get()},
+          withSelfExe(registry_options, self_exe))),
       launcher(sys::makeForkExecLauncher()),
       rdma(sys::makeSysfsRdmaDevices()),
       local_agent(

@@ -17,10 +17,12 @@
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
 #include "injectors/registry.h"
+#include "injectors/sys/command.h"
 #include "injectors/sys/daemon_control.h"
 #include "injectors/sys/dcb.h"
 #include "injectors/sys/emitters.h"
 #include "injectors/sys/forwarding.h"
+#include "injectors/sys/ib_port_command.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/pfc_switch_control.h"
@@ -106,6 +108,8 @@ struct LocalStack {
   std::unique_ptr<sys::Dcb> dcb;
   std::unique_ptr<sys::PfcSwitchControl> pfc_switches;
   std::unique_ptr<sys::DaemonControl> daemons;
+  std::unique_ptr<sys::CommandRunner> commands;
+  std::unique_ptr<sys::IbPortCommand> ib_ports;  // this program's `ib-port`, through `commands`
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

@@ -30,6 +30,7 @@ Commands:
   traffic    TCP traffic: traffic sink | traffic source (the incast/hot-spot aggressor)
   fabric     fabric import --ibnetdiscover FILE: an InfiniBand subnet's description
   ib-probe   probe an InfiniBand subnet's SM and SA every period (the IB lab's workload rank)
+  ib-port    read, disable or enable an IB switch port by direct route (ib_link_down on real subnets)
   --version  print the version
   --help     this text
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   if (command == "traffic") return fabric_chaos::app::trafficMain(argc - 1, argv + 1);
   if (command == "fabric") return fabric_chaos::app::fabricMain(argc - 2, argv + 2);
   if (command == "ib-probe") return fabric_chaos::app::ibProbeMain(argc - 2, argv + 2);
+  if (command == "ib-port") return fabric_chaos::app::ibPortMain(argc - 2, argv + 2);
   std::fprintf(stderr, "fabric-chaos: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

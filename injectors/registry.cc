@@ -113,9 +113,10 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
                                           options.self_exe));
   if (adapters.daemons != nullptr) {
     registry->add(std::make_unique<SmFailover>(adapters.daemons));
-    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kLinkDown, adapters.daemons));
-    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kLinkFlap, adapters.daemons));
-    registry->add(std::make_unique<IbPortFault>(IbPortFaultKind::kMadLoss, adapters.daemons));
+    for (IbPortFaultKind kind :
+         {IbPortFaultKind::kLinkDown, IbPortFaultKind::kLinkFlap, IbPortFaultKind::kMadLoss}) {
+      registry->add(std::make_unique<IbPortFault>(kind, adapters.daemons, adapters.ib_ports));
+    }
   }
   return registry;
 }

@@ -18,6 +18,7 @@ class DaemonControl;
 class Dcb;
 class Emitters;
 class Forwarding;
+class IbPortCommand;
 class LinkControl;
 class Nftables;
 class PfcSwitchControl;
@@ -48,6 +49,8 @@ struct SysAdapters {
                                                   // pfc_watchdog)
   // OpenSM and ibsim processes (sm_failover, the IB port kinds); null leaves those kinds out.
   sys::DaemonControl* daemons = nullptr;
+  // Real subnets' switch ports (ib_link_down, ib_link_flap); null leaves them to the IB lab.
+  sys::IbPortCommand* ib_ports = nullptr;
 };
 
 struct RegistryOptions {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -21,7 +22,9 @@
 #include "ib/sminfo.h"
 #include "injectors/ib/ib_port_faults.h"
 #include "injectors/ib/sm_failover.h"
+#include "injectors/sys/command.h"
 #include "injectors/sys/daemon_control.h"
+#include "injectors/sys/ib_port_command.h"
 #include "tests/ib/ib_tier.h"
 #include "tests/privileged/support.h"
 
@@ -228,6 +231,59 @@ TEST_F(IbFaults, TheMastersPortDownLeavesItRunningAndTheStandbyTakesOver) {
   // 3.3.23 has been seen to stay DISCOVERING): reported, not asserted.
   waitFor([&] { return masterGuid() == smGuid(0); }, 5000);
   std::cout << "after relink: " << tool("h3", "sminfo").out;
+}
+
+// The real-subnet path of the link kinds: `fabric-chaos ib-port` sends the PortInfo Set from h3
+// (this program run through a wrapper that attaches it there, as an agent on a real host runs it
+// directly). smpquery from h1, whose own leaf is l0, reads the port's physical state.
+TEST_F(IbFaults, OnARealSubnetTheLinkKindsSetTheSwitchPortsPhysicalState) {
+  const std::string wrapper = state_dir_ + "/fabric-chaos-at-h3";
+  {
+    std::ofstream out(wrapper);
+    out << "#!/bin/sh\nexec ip netns exec " << kNetns << " env -C " << obs_dir_
+        << " SIM_HOST=h3 LD_PRELOAD=" << testing::kUmad2sim << " " << binary_ << " \"$@\"\n";
+  }
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  auto runner = sys::makeCommandRunner();
+  auto ports = sys::makeIbPortCommand(runner.get(), wrapper);
+  IbPortFault injector(IbPortFaultKind::kLinkDown, daemons_.get(), ports.get());
+  auto physical = [&] {
+    const std::string out = tool("h1", "smpquery -D portinfo 0,1 3").out;
+    const size_t at = out.find("PhysLinkState:");
+    return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  };
+  ASSERT_NE(physical().find("LinkUp"), std::string::npos) << physical();
+  EXPECT_EQ(cableEnds(), 16);
+
+  const Fault fault{"ib_link_down", IbPortTarget{"l0", 3, ""}, json::object()};
+  auto prior = injector.capture(fault);
+  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
+  EXPECT_EQ(*prior, (json{{"switch", "l0"}, {"port", 3}, {"before", "link-up"}}));
+  ASSERT_TRUE(injector.apply(fault).isOk());
+  EXPECT_NE(physical().find("Disabled"), std::string::npos) << physical();
+  EXPECT_TRUE(waitFor([&] { return cableEnds() == 14; }, 10000)) << "ibnetdiscover still sees it";
+  auto seen = injector.observe(fault);
+  ASSERT_TRUE(seen.isOk()) << seen.status().toString();
+  EXPECT_EQ((*seen)["physical_state"], "disabled");
+
+  // Enabled again: Polling, where a real port starts training back to LinkUp (ibsim models no
+  // training, so the lab's cable stays out until the lab is rebuilt).
+  ASSERT_TRUE(injector.revert(fault, *prior).isOk());
+  EXPECT_NE(physical().find("Polling"), std::string::npos) << physical();
+
+  // Refusals come from the command, with its reasons.
+  const auto own = injector.apply(Fault{"ib_link_down", IbPortTarget{"h3", 1, ""}, {}});
+  EXPECT_EQ(own.code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(own.message().find("is the cable of the node sending the MADs"), std::string::npos)
+      << own.message();
+  const auto nobody = injector.capture(Fault{"ib_link_down", IbPortTarget{"x9", 1, ""}, {}});
+  EXPECT_EQ(nobody.status().code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(nobody.status().message().find("no switch or channel adapter named \"x9\""),
+            std::string::npos)
+      << nobody.status().message();
+  IbPortFault loss(IbPortFaultKind::kMadLoss, daemons_.get(), ports.get());
+  EXPECT_EQ(loss.apply(Fault{"ib_mad_loss", IbPortTarget{"l0", 3, ""}, {{"percent", 5}}}).code(),
+            core::StatusCode::kNotSupported);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // A small InfiniBand subnet answering SMPs by direct route, for the IB probe's route reading:
 // the IB lab's default fat tree (two leaves, two spines, two HCAs per leaf), LIDs and LFTs as
 // OpenSM's min-hop routing set them there (recorded with ibroute), and cables that can be cut.
-// A query over a cut cable or an unknown port times out, as on a real subnet.
+// A query over a cut cable or an unknown port times out, as on a real subnet. PortInfo Sets of
+// the physical state disable a cable (both ends) or let it come back (Polling, then usable).
 
 #include <map>
 #include <set>
@@ -14,7 +15,7 @@
 
 namespace fabric_chaos::workload::testing {
 
-class FakeIbSubnet : public SmpReader {
+class FakeIbSubnet : public SmpReader, public SmpPortControl {
  public:
   struct Node {
     bool is_switch = false;
@@ -91,8 +92,26 @@ class FakeIbSubnet : public SmpReader {
       info.state = IbPortState::kActive;
     }
     if (n.is_switch && port != 0) info.lid = 0;  // a switch's external ports have no LID
+    if (physical_.count({at->first, port})) info.physical = physical_.at({at->first, port});
     return info;
   }
+  core::Status setPhysicalState(const DirectRoute& route, int port, IbPhysicalState state,
+                                int) override {
+    auto at = walk(route);
+    if (!at.isOk()) return at.status();
+    if (nodes_.at(at->first).cable.count(port) == 0) return timeout();
+    if (state == IbPhysicalState::kDisabled) {
+      cut(at->first, port);
+      // The answer goes back the way the Set came: through this very port, it is lost.
+      if (at->second == port) return timeout();
+    } else {
+      mend(at->first, port);
+    }
+    physical_[{at->first, port}] = state;
+    sets.push_back(at->first + "[" + std::to_string(port) + "] " + describe(state));
+    return core::Status::ok();
+  }
+  std::vector<std::string> sets;  // "l0[3] disabled", in order
   core::Result<LftBlock> lftBlock(const DirectRoute& route, int block, int) override {
     auto at = walk(route);
     if (!at.isOk()) return at.status();
@@ -141,6 +160,7 @@ class FakeIbSubnet : public SmpReader {
   std::string self_;
   std::map<std::string, Node> nodes_;
   std::set<std::pair<std::string, int>> down_;
+  std::map<std::pair<std::string, int>, IbPhysicalState> physical_;
   int queries_ = 0;
   int timeouts_ = 0;
 };

@@ -88,7 +88,35 @@ class LibIbmadPort : public IbPort {
     out.lid = static_cast<uint16_t>(mad_get_field(info, 0, IB_PORT_LID_F));
     const uint32_t state = mad_get_field(info, 0, IB_PORT_STATE_F);
     out.state = state <= 4 ? static_cast<IbPortState>(state) : IbPortState::kDown;
+    const uint32_t physical = mad_get_field(info, 0, IB_PORT_PHYS_STATE_F);
+    out.physical =
+        physical <= 7 ? static_cast<IbPhysicalState>(physical) : IbPhysicalState::kNoChange;
     return out;
+  }
+
+  core::Status setPhysicalState(const DirectRoute& route, int port, IbPhysicalState state,
+                                int timeout_ms) override {
+    uint8_t info[IB_SMP_DATA_SIZE];
+    FC_RETURN_IF_ERROR(query(route, IB_ATTR_PORT_INFO, port, timeout_ms, info, "PortInfo"));
+    // Everything settable says "no change" but the physical state. A switch's external port
+    // reports LID 0, which a Set must not carry: any valid unicast LID, ignored there.
+    mad_set_field(info, 0, IB_PORT_STATE_F, 0);
+    mad_set_field(info, 0, IB_PORT_PHYS_STATE_F, static_cast<uint32_t>(state));
+    mad_set_field(info, 0, IB_PORT_LINK_SPEED_ENABLED_F, 0);
+    mad_set_field(info, 0, IB_PORT_LINK_WIDTH_ENABLED_F, 0);
+    mad_set_field(info, 0, IB_PORT_LINK_SPEED_EXT_ENABLED_F, 0);
+    for (MAD_FIELDS field : {IB_PORT_LID_F, IB_PORT_SMLID_F}) {
+      const uint32_t lid = mad_get_field(info, 0, field);
+      if (lid == 0 || lid == 0xffff) mad_set_field(info, 0, field, 0x1234);
+    }
+    ib_portid_t id = directed(route);
+    QuietStderr quiet;
+    if (smp_set_via(info, &id, IB_ATTR_PORT_INFO, static_cast<unsigned>(port),
+                    static_cast<unsigned>(timeout_ms), port_) == nullptr) {
+      return Status(StatusCode::kTimeout,
+                    "no answer to a PortInfo Set by direct route " + describeRoute(route));
+    }
+    return Status::ok();
   }
 
   core::Result<LftBlock> lftBlock(const DirectRoute& route, int block, int timeout_ms) override {

@@ -32,7 +32,7 @@ class IbManagement {
 
 // Both over one UMAD port: umad2sim answers only the last registration a process makes, so the
 // probe's SA rounds and its route reads must share one.
-class IbPort : public IbManagement, public SmpReader {};
+class IbPort : public IbManagement, public SmpReader, public SmpPortControl {};
 
 // Opens UMAD port `port` of CA `ca` ("" = the first) for SMP and SA queries. kUnavailable naming
 // the CA when there is none (no IB stack, or umad2sim without its simulator).
