@@ -5,7 +5,12 @@
 //   query, as a script polling the subnet would;
 // - takeover: after a kill -9 of the master SM, the takeover time the probe measures (its
 //   sm_master_changed event) over the one the new master's own log gives ("Entering MASTER
-//   state", microsecond timestamps), per trial; the target is 1.0 +- 0.05.
+//   state", microsecond timestamps), per trial; the target is 1.0 +- 0.05;
+// - route reading: the same 100 ms probe for 6 s without and with --check-routes at the lab's
+//   5 ms pace, one after the other: passes per second and their length (the route figures'
+//   resolution), SA rounds per second and p99 iteration with over without (reading routes must
+//   not delay the rounds: 1.0), and the CPU ibsim spent (what the reading costs the simulator
+//   that also serves OpenSM).
 // Root; needs ibsim, opensm, infiniband-diags and the fabric-chaos binary (FC_BINARY, default
 // ../app/fabric-chaos next to this program). Builds and removes its lab (namespace fcib-subnet,
 // state in a temporary directory). Run: ./build/bench/ib_probe_bench [trials]
@@ -13,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +98,71 @@ void queryRates() {
       probe_rate, sminfo_rate, probe_rate / sminfo_rate);
 }
 
+// CPU seconds (user + system) the lab's ibsim has used so far.
+double ibsimCpuSeconds() {
+  const std::string pid = shell(
+      "for p in $(ip netns pids fcib-subnet); do [ \"$(cat /proc/$p/comm)\" = ibsim ] && echo $p; "
+      "done | head -1");
+  std::ifstream stat("/proc/" + std::to_string(std::atoi(pid.c_str())) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt: fields 3-13
+  double utime = 0;
+  double stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+struct ProbeRun {
+  double rounds_per_s = 0;
+  double p99_ms = 0;
+  double ibsim_cpu_s = 0;
+  json routes;  // the routes_summary event's detail, when routes were read
+};
+
+ProbeRun probeRun(const std::string& flags) {
+  const double cpu0 = ibsimCpuSeconds();
+  const int64_t start = monotonicNs();
+  const std::string out = shell(attached(
+      "h3", g_binary + " ib-probe --period-ms 100 --duration-s 6 " + flags + " 2>/dev/null"));
+  ProbeRun run;
+  run.ibsim_cpu_s = ibsimCpuSeconds() - cpu0;
+  const double seconds = static_cast<double>(monotonicNs() - start) / 1e9;
+  std::vector<double> durations;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const json doc = json::parse(line, nullptr, false);
+    if (!doc.is_object()) continue;
+    if (doc.value("type", "") == "samples") {
+      for (const json& s : doc["samples"]) durations.push_back(s[2].get<double>() / 1e6);
+    }
+    if (doc.value("kind", "") == "routes_summary") run.routes = doc["detail"];
+  }
+  run.rounds_per_s = static_cast<double>(durations.size()) / seconds;
+  if (!durations.empty()) {
+    std::sort(durations.begin(), durations.end());
+    run.p99_ms = durations[std::min(durations.size() - 1, durations.size() * 99 / 100)];
+  }
+  return run;
+}
+
+void routeReadingCost() {
+  const ProbeRun without = probeRun("");
+  const ProbeRun with = probeRun("--check-routes --routes-period-ms 5");
+  const double passes = with.routes.value("passes", 0.0);
+  std::printf(
+      "route reading: %.0f passes/s, mean pass %.2f ms (max %.2f); SA rounds/s with/without "
+      "%.1f/%.1f = %.3f; p99 iteration with/without %.1f/%.1f ms = %.3f; ibsim CPU over 6 s "
+      "with/without %.2f/%.2f s\n",
+      passes / 6.0, with.routes.value("mean_pass_ms", 0.0), with.routes.value("max_pass_ms", 0.0),
+      with.rounds_per_s, without.rounds_per_s, with.rounds_per_s / without.rounds_per_s,
+      with.p99_ms, without.p99_ms, with.p99_ms / without.p99_ms, with.ibsim_cpu_s,
+      without.ibsim_cpu_s);
+}
+
 // One kill of the master under a probe at h3: {probe takeover ms, log takeover ms}.
 std::optional<std::pair<double, double>> takeoverTrial() {
   const std::string events = g_dir + "/probe.out";
@@ -136,6 +207,7 @@ int main(int argc, char** argv) {
   g_dir = dir_template;
   if (!labUp()) return 1;
   queryRates();
+  routeReadingCost();
   std::vector<double> ratios;
   for (int i = 0; i < trials; ++i) {
     if (i > 0 && !labUp()) return 1;

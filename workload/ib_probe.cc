@@ -126,6 +126,9 @@ class RouteReads {
       if (auto pass = sweep_.advance(smp, until_ns - kRouteReadMarginNs)) {
         const int64_t done_ns = core::steadyNowNs();
         next_pass_ns_ = done_ns - pass->duration_ns + period_ns_;
+        ++passes_;
+        pass_ns_total_ += pass->duration_ns;
+        pass_ns_max_ = std::max(pass_ns_max_, pass->duration_ns);
         for (const RouteEvent& e : watch_.onPass(pass->reading, done_ns, pass->duration_ns)) {
           report.event(e.kind.c_str(), e.detail, done_ns);
         }
@@ -136,11 +139,22 @@ class RouteReads {
     return false;
   }
 
+  // {"passes", "mean_pass_ms", "max_pass_ms"}: the resolution the route figures actually had.
+  json summary() const {
+    const double mean = passes_ > 0 ? static_cast<double>(pass_ns_total_) / passes_ / 1e6 : 0.0;
+    return {{"passes", passes_},
+            {"mean_pass_ms", mean},
+            {"max_pass_ms", static_cast<double>(pass_ns_max_) / 1e6}};
+  }
+
  private:
   RouteSweep sweep_;
   RouteWatch watch_;
   int64_t period_ns_;
   int64_t next_pass_ns_ = 0;
+  int64_t passes_ = 0;
+  int64_t pass_ns_total_ = 0;
+  int64_t pass_ns_max_ = 0;
 };
 
 // Idles until `until_ns`, reading routes meanwhile when there are any to read. False on stop.
@@ -221,6 +235,7 @@ int runIbProbe(const IbProbeOptions& options, IbManagement& management, SmpReade
     ++iteration;
     start_ns = next_ns;
   }
+  if (routes) report.event(kEventRoutesSummary, routes->summary(), core::steadyNowNs());
   report.done(iteration);
   return report.healthy() ? 0 : 1;
 }

@@ -15,7 +15,8 @@
 // part of every period, reads every switch's forwarding table and port states, reporting whether
 // every channel-adapter pair is routable and how many entries a re-route rewrote
 // (workload/ib_route_watch.h lists those events; routes_unavailable {"reason"} when the discovery
-// fails, after which the probe goes on without them). One rank per subnet is enough.
+// fails, after which the probe goes on without them; routes_summary {"passes", "mean_pass_ms",
+// "max_pass_ms"} as it stops). One rank per subnet is enough.
 // runIbProbe() blocks until max_duration_ms pass or stop is set.
 
 #include <atomic>
@@ -46,6 +47,7 @@ inline constexpr char kEventSaAvailable[] = "sa_available";
 inline constexpr char kEventSmMasterChanged[] = "sm_master_changed";
 inline constexpr char kEventLidChanged[] = "lid_changed";
 inline constexpr char kEventRoutesUnavailable[] = "routes_unavailable";
+inline constexpr char kEventRoutesSummary[] = "routes_summary";
 
 // Returns 0 after a normal finish, 1 when `out` failed (the agent is gone). `smp` reads the
 // routes when options.check_routes is set (the same port as `management`).

@@ -156,7 +156,12 @@ TEST(IbProbe, WithRoutesItReportsWhatItWatchesAfterReadyAndKeepsOneIterationPerP
   EXPECT_EQ(events[0].kind, kEventRoutesChecked);
   EXPECT_EQ(events[0].detail["switches"], 4);
   EXPECT_EQ(events[0].detail["pairs"], 12);
-  EXPECT_EQ(events.size(), 1u) << "a healthy subnet: nothing after the first pass";
+  // A healthy subnet: nothing between the first pass and the summary as the probe stops.
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].kind, kEventRoutesSummary);
+  EXPECT_GT(events[1].detail["passes"].get<int>(), 5);
+  EXPECT_GE(events[1].detail["max_pass_ms"].get<double>(),
+            events[1].detail["mean_pass_ms"].get<double>());
   EXPECT_EQ(samplesOf(lines).size(), 20u);
   // A pass every millisecond of idle time, over 20 periods: many passes, each 16 reads.
   EXPECT_GT(routes.queries(), 5 * 16);
