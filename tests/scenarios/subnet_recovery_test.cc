@@ -14,6 +14,14 @@ namespace {
 
 using nlohmann::json;
 
+// A step of an IB run with its subnet figures.
+StepMetrics ibStep(int step, SubnetRecovery subnet) {
+  StepMetrics m;
+  m.step = step;
+  m.subnet = std::move(subnet);
+  return m;
+}
+
 SubnetEvent at(double t_ms, int rank, SubnetEventKind kind, std::string master = "",
                std::string old_master = "") {
   SubnetEvent e;
@@ -88,16 +96,12 @@ TEST(SubnetRecovery, AnOutageThatNeverEndsAndEventsOutsideTheStep) {
 
 TEST(SubnetRecovery, TheTakeoverGateJudgesEveryStepsNewMasterAndOpenOutages) {
   RunAnalysis analysis;
-  StepMetrics quick;
-  quick.step = 0;
-  quick.subnet = SubnetRecovery{};
-  quick.subnet->time_to_new_master_ms = 3072.9;
-  quick.subnet->new_master = "0x05";
-  quick.subnet->sa_outage_ms = 3021;
-  StepMetrics no_change;  // a link fault: mastership never moved
-  no_change.step = 1;
-  no_change.subnet = SubnetRecovery{};
-  analysis.steps = {quick, no_change};
+  SubnetRecovery quick;
+  quick.time_to_new_master_ms = 3072.9;
+  quick.new_master = "0x05";
+  quick.sa_outage_ms = 3021;
+  // Step 1 is a link fault: mastership never moved.
+  analysis.steps = {ibStep(0, quick), ibStep(1, SubnetRecovery{})};
   Gates gates;
   gates.require_survival = false;
   gates.max_sm_takeover_ms = 5000;
@@ -202,15 +206,11 @@ TEST(SubnetRecovery, AFlapCountsTheLastRestoration) {
 
 TEST(SubnetRecovery, TheRerouteGateJudgesEveryStepThatBrokeRoutes) {
   RunAnalysis analysis;
-  StepMetrics rerouted;
-  rerouted.step = 0;
-  rerouted.subnet = SubnetRecovery{};
-  rerouted.subnet->time_to_routable_ms = 30;
-  rerouted.subnet->unroutable_pairs = 4;
-  StepMetrics untouched;  // an SM fault: no route broke
-  untouched.step = 1;
-  untouched.subnet = SubnetRecovery{};
-  analysis.steps = {rerouted, untouched};
+  SubnetRecovery rerouted;
+  rerouted.time_to_routable_ms = 30;
+  rerouted.unroutable_pairs = 4;
+  // Step 1 is an SM fault: no route broke.
+  analysis.steps = {ibStep(0, rerouted), ibStep(1, SubnetRecovery{})};
   Gates gates;
   gates.require_survival = false;
   gates.max_reroute_ms = 500;

@@ -45,11 +45,24 @@ class FakeIbSubnet : public SmpReader, public SmpPortControl {
     cable("l0", 4, "s1", 1);
     cable("l1", 3, "s0", 2);
     cable("l1", 4, "s1", 2);
+    minHopTables();
+  }
+
+  // The tables OpenSM's min-hop routing gives the healthy tree.
+  void minHopTables() {
     // LID:           0  1  2  3  4  5  6  7  8
     nodes_["l0"].lft = {255, 1, 3, 4, 0, 2, 3, 3, 4};
     nodes_["l1"].lft = {255, 3, 3, 4, 4, 4, 0, 1, 2};
     nodes_["s0"].lft = {255, 1, 0, 1, 1, 1, 2, 2, 2};
     nodes_["s1"].lft = {255, 1, 1, 0, 1, 1, 2, 2, 2};
+  }
+  // Its re-route around a cut l0-s0: l0 sends everything up through s1, and l1 and s0 reach l0's
+  // HCAs through s1. 8 entries differ from minHopTables(): l0's for LIDs 2, 6, 7, l1's for
+  // LID 1, s0's for LIDs 1, 3, 4, 5.
+  void tablesAroundL0S0() {
+    nodes_["l0"].lft = {255, 1, 4, 4, 0, 2, 4, 4, 4};
+    nodes_["l1"].lft = {255, 4, 3, 4, 4, 4, 0, 1, 2};
+    nodes_["s0"].lft = {255, 2, 0, 2, 2, 2, 2, 2, 2};
   }
 
   Node& node(const std::string& name) { return nodes_.at(name); }
