@@ -10,7 +10,7 @@
 // x axis; the live viewer run's telemetry is seeded in two batches and followed with after_ms.
 // The traffic and RDMA counters panel under it: none on the star lab; then an incast's generators
 // and a Soft-RoCE port are seeded into the same table and plotted there, from the same read.
-// The pure helpers behind them (web/src/telemetry.js, host_telemetry.js, step_cells.js) are
+// The pure helpers behind them (web/src/telemetry.js, host_telemetry.js, step_cells.js, x_extent.js) are
 // checked in node first.
 // Screenshots go to $FC_ARTIFACTS/browser (or <build>/artifacts/browser). Missing prerequisites
 // (root, chromium, sqlite3, web/node_modules, web/dist) skip with exit code 77, or fail when CI=true.
@@ -285,13 +285,22 @@ async function checkPureHelpers() {
       lid_changes: 1 }) }, 'SA still out after 60.0 s; 1 pair left unroutable; 1 LID move'],
   ];
   for (const [s, want] of subnetCases) assert.equal(cells.fmtSubnet(s), want, JSON.stringify(s));
+  // A finished run's x axis: to the fault window and the workload's end even past the samples.
+  const { finishedXEnd } = await import(join(sourceDir, 'web', 'src', 'x_extent.js'));
+  const extentCases = [
+    [{}, null],
+    [{ windows: [{ start_s: 2.16, end_s: 3.66 }], markers: [] }, 3.66],
+    [{ windows: [{ start_s: 0.1, end_s: 2.1 }, { start_s: 2.16, end_s: null }],
+      markers: [{ t_s: 5.66, cls: 'ev-rank_done' }, { t_s: 9, cls: 'ev-state' }] }, 5.66],
+  ];
+  for (const [o, want] of extentCases) assert.equal(finishedXEnd(o), want, JSON.stringify(o));
   return `${rateCases.length} counter-rate cases, ${cellCases.length} p99 cell cases, ${pausedCases.length} PFC cell cases, ` +
-    `${subnetCases.length} IB subnet cell cases, ` +
+    `${subnetCases.length} IB subnet cell cases, ${extentCases.length} x-extent cases, ` +
     `${classCases.length} source types, ` +
     `${goodputCases.length} goodput cases, ${troubleCases.length} trouble-counter names, ${counterCases.length} default ` +
     'RDMA counter cases, merge/align/default-queue checks';
 }
-console.log('# pure dashboard helpers (web/src/telemetry.js, host_telemetry.js, step_cells.js) passed: ' +
+console.log('# pure dashboard helpers (web/src/telemetry.js, host_telemetry.js, step_cells.js, x_extent.js) passed: ' +
   `${await checkPureHelpers()}`);
 
 // --- prerequisites: skip outside CI, fail in CI --------------------------------------------------

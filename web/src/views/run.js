@@ -6,6 +6,7 @@
 import { canOperate, get, post, streamUrl, whoami } from '../api.js';
 import { busbwPlot, alignSeries, rankPoints, xLink } from '../plot.js';
 import { fmtHottestQueue, fmtP99Iteration, fmtPausedQueues, fmtSubnet } from '../step_cells.js';
+import { finishedXEnd } from '../x_extent.js';
 import { telemetryFeed } from '../telemetry_feed.js';
 import { hostTelemetryPanel } from './run_host_telemetry.js';
 import { telemetryPanel } from './run_telemetry.js';
@@ -223,6 +224,8 @@ export async function runView(ctx, id) {
       : el('p', { class: 'muted' }, 'No events yet.'));
   }
 
+  const finishedXMaxS = () => finishedXEnd(overlaysFor(current, events));
+
   function draw() {
     if (!dirty || closed) return;
     dirty = false;
@@ -242,7 +245,7 @@ export async function runView(ctx, id) {
       if (plot) plot.handle.destroy();
       plotBox.replaceChildren();
       plot = { ranks, handle: busbwPlot(plotBox, ranks.map((r) => ({ label: `rank ${r}` })), data, overlays,
-        { xMax: () => (elapsedMs === null ? null : elapsedMs / 1000), link }) };
+        { xMax: () => (elapsedMs === null ? finishedXMaxS() : elapsedMs / 1000), link }) };
     }
     renderTimeline();
   }
