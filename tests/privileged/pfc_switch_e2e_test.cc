@@ -360,10 +360,15 @@ TEST_F(PfcWatchdogDrop, TheRunRecordsTheWatchdogActingWhileTheRingStaysStalled) 
   ASSERT_TRUE(paused["watchdog_restored_after_ms"].is_number()) << paused.dump();
   EXPECT_LE(paused["watchdog_restored_after_ms"].get<double>(), 500);
   EXPECT_GT(paused["watchdog_dropped_frames"].get<int64_t>(), 0);
-  // Nothing completed during the storm: the first progress, if any in the window, is after it.
+  // Nothing completed during the storm but, at most, the iteration already in flight when it
+  // began (one run here finished it 19 ms in): the first progress is that or after the storm,
+  // and the ring stalled for the storm's length.
   if (step["time_to_first_progress_ms"].is_number()) {
-    EXPECT_GT(step["time_to_first_progress_ms"].get<double>(), 3000) << step.dump(2);
+    const double first = step["time_to_first_progress_ms"].get<double>();
+    const double in_flight = 1.5 * step["baseline_iteration_ms"]["p99"].get<double>();
+    EXPECT_TRUE(first <= in_flight || first > 3000) << first << " ms\n" << step.dump(2);
   }
+  EXPECT_GT(step["longest_stall_ms"].get<double>(), 2500) << step.dump(2);
   EXPECT_LT(step["retained"].get<double>(), 0.2) << step.dump(2);
 }
 
