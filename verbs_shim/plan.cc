@@ -64,17 +64,151 @@ Status readInt(const json& object, const char* name, const std::string& where, i
 
 }  // namespace
 
-const char* describe(ShimFaultKind kind) {
-  switch (kind) {
-    case ShimFaultKind::kCqeError:
-      return "cqe_error";
-    case ShimFaultKind::kPostSendFail:
-      return "post_send_fail";
-    case ShimFaultKind::kPostRecvFail:
-      return "post_recv_fail";
+namespace {
+
+constexpr std::array<std::pair<ShimFaultKind, const char*>, 6> kKindNames = {{
+    {ShimFaultKind::kCqeError, "cqe_error"},
+    {ShimFaultKind::kQpError, "qp_error"},
+    {ShimFaultKind::kPostSendFail, "post_send_fail"},
+    {ShimFaultKind::kPostRecvFail, "post_recv_fail"},
+    {ShimFaultKind::kCompletionDelay, "completion_delay"},
+    {ShimFaultKind::kRegMrFail, "reg_mr_fail"},
+}};
+constexpr std::array<std::pair<ShimOpcode, const char*>, 5> kOpcodeNames = {{
+    {ShimOpcode::kSend, "send"},
+    {ShimOpcode::kRdmaWrite, "rdma_write"},
+    {ShimOpcode::kRdmaRead, "rdma_read"},
+    {ShimOpcode::kAtomic, "atomic"},
+    {ShimOpcode::kRecv, "recv"},
+}};
+constexpr std::array<std::pair<ShimQpType, const char*>, 3> kQpTypeNames = {{
+    {ShimQpType::kRc, "rc"},
+    {ShimQpType::kUc, "uc"},
+    {ShimQpType::kUd, "ud"},
+}};
+constexpr std::array<std::pair<int, const char*>, 4> kErrnoNames = {{
+    {ENOMEM, "ENOMEM"},
+    {EAGAIN, "EAGAIN"},
+    {EINVAL, "EINVAL"},
+    {EFAULT, "EFAULT"},
+}};
+constexpr int64_t kMaxDelayMs = 600000;
+
+template <typename T, size_t N>
+const char* nameIn(const std::array<std::pair<T, const char*>, N>& names, T value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
   }
-  return "cqe_error";
+  return names.front().second;
 }
+
+template <typename T, size_t N>
+std::optional<T> valueIn(const std::array<std::pair<T, const char*>, N>& names,
+                         std::string_view name) {
+  for (const auto& [v, n] : names) {
+    if (name == n) return v;
+  }
+  return std::nullopt;
+}
+
+template <typename T, size_t N>
+std::string choices(const std::array<std::pair<T, const char*>, N>& names) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i].second);
+  }
+  return out;
+}
+
+// A string member naming one of `names`, or an error naming the field and the choices.
+template <typename T, size_t N>
+core::Result<T> readChoice(const json& object, const char* name, const std::string& field,
+                           const std::array<std::pair<T, const char*>, N>& names) {
+  const json& value = object[name];
+  const auto found = value.is_string() ? valueIn(names, value.get<std::string>()) : std::nullopt;
+  if (!found) return invalid(field, "must be " + choices(names));
+  return *found;
+}
+
+Status readFilter(const json& filter, ShimFault& fault) {
+  if (!filter.is_object()) return invalid("filter", "must be an object");
+  FC_RETURN_IF_ERROR(onlyFields(filter, "filter.", {"qp_num", "qp_type", "opcode", "device"}));
+  if (!takesQpFilters(fault.kind)) {
+    for (const char* name : {"qp_num", "qp_type", "opcode"}) {
+      if (filter.contains(name)) {
+        return invalid(std::string("filter.") + name,
+                       std::string(describe(fault.kind)) + " sees no QP; only device applies");
+      }
+    }
+  }
+  if (filter.contains("qp_num")) {
+    const json& qp = filter["qp_num"];
+    if (!qp.is_number_integer() || qp.get<int64_t>() < 0 || qp.get<int64_t>() > 0xffffff) {
+      return invalid("filter.qp_num", "must be a QP number (0 to 2^24-1)");
+    }
+    fault.filter.qp_num = qp.get<uint32_t>();
+  }
+  if (filter.contains("qp_type")) {
+    auto type = readChoice(filter, "qp_type", "filter.qp_type", kQpTypeNames);
+    if (!type.isOk()) return type.status();
+    fault.filter.qp_type = *type;
+  }
+  if (filter.contains("opcode")) {
+    auto opcode = readChoice(filter, "opcode", "filter.opcode", kOpcodeNames);
+    if (!opcode.isOk()) return opcode.status();
+    const bool recv = *opcode == ShimOpcode::kRecv;
+    if ((fault.kind == ShimFaultKind::kPostSendFail && recv) ||
+        (fault.kind == ShimFaultKind::kPostRecvFail && !recv)) {
+      return invalid("filter.opcode", std::string(describe(fault.kind)) + " never sees " +
+                                          describe(*opcode) + " work requests");
+    }
+    fault.filter.opcode = *opcode;
+  }
+  if (filter.contains("device")) {
+    if (!filter["device"].is_string()) return invalid("filter.device", "must be a string");
+    fault.filter.device = filter["device"].get<std::string>();
+  }
+  return Status::ok();
+}
+
+Status readTrigger(const json& trigger, ShimTrigger& out) {
+  if (!trigger.is_object()) return invalid("trigger", "must be an object");
+  FC_RETURN_IF_ERROR(
+      onlyFields(trigger, "trigger.", {"probability", "every_nth", "after_ms", "count"}));
+  if (trigger.contains("probability")) {
+    const json& p = trigger["probability"];
+    if (!p.is_number() || !std::isfinite(p.get<double>()) || p.get<double>() < 0 ||
+        p.get<double>() > 1) {
+      return invalid("trigger.probability", "must be a number from 0 to 1");
+    }
+    out.probability = p.get<double>();
+  }
+  FC_RETURN_IF_ERROR(readInt(trigger, "every_nth", "trigger.", 1, out.every_nth));
+  FC_RETURN_IF_ERROR(readInt(trigger, "after_ms", "trigger.", 0, out.after_ms));
+  return readInt(trigger, "count", "trigger.", 1, out.count);
+}
+
+}  // namespace
+
+const char* describe(ShimFaultKind kind) { return nameIn(kKindNames, kind); }
+std::optional<ShimFaultKind> shimFaultKindOf(std::string_view name) {
+  return valueIn(kKindNames, name);
+}
+const char* describe(ShimOpcode opcode) { return nameIn(kOpcodeNames, opcode); }
+std::optional<ShimOpcode> shimOpcodeOf(std::string_view name) {
+  return valueIn(kOpcodeNames, name);
+}
+const char* describe(ShimQpType type) { return nameIn(kQpTypeNames, type); }
+std::optional<ShimQpType> shimQpTypeOf(std::string_view name) {
+  return valueIn(kQpTypeNames, name);
+}
+
+bool takesStatus(ShimFaultKind kind) { return kind == ShimFaultKind::kCqeError; }
+bool takesErrno(ShimFaultKind kind) {
+  return kind == ShimFaultKind::kPostSendFail || kind == ShimFaultKind::kPostRecvFail ||
+         kind == ShimFaultKind::kRegMrFail;
+}
+bool takesQpFilters(ShimFaultKind kind) { return kind != ShimFaultKind::kRegMrFail; }
 
 std::optional<int> wcStatusOf(std::string_view name) {
   for (size_t i = 0; i < kStatusNames.size(); ++i) {
@@ -90,54 +224,16 @@ const char* wcStatusName(int status) {
 
 core::Result<ShimFault> shimFaultFromJson(const json& doc) {
   if (!doc.is_object()) return invalid("fault", "must be an object");
-  FC_RETURN_IF_ERROR(onlyFields(doc, "", {"kind", "filter", "trigger", "status", "errno"}));
+  FC_RETURN_IF_ERROR(
+      onlyFields(doc, "", {"kind", "filter", "trigger", "status", "errno", "delay_ms"}));
   ShimFault fault;
-  const std::string kind = doc.value("kind", "");
-  if (kind == "cqe_error") {
-    fault.kind = ShimFaultKind::kCqeError;
-  } else if (kind == "post_send_fail") {
-    fault.kind = ShimFaultKind::kPostSendFail;
-  } else if (kind == "post_recv_fail") {
-    fault.kind = ShimFaultKind::kPostRecvFail;
-  } else {
-    return invalid("kind",
-                   "must be cqe_error, post_send_fail or post_recv_fail, not \"" + kind + "\"");
-  }
-  if (doc.contains("filter")) {
-    const json& filter = doc["filter"];
-    if (!filter.is_object()) return invalid("filter", "must be an object");
-    FC_RETURN_IF_ERROR(onlyFields(filter, "filter.", {"qp_num", "device"}));
-    if (filter.contains("qp_num")) {
-      const json& qp = filter["qp_num"];
-      if (!qp.is_number_integer() || qp.get<int64_t>() < 0 || qp.get<int64_t>() > 0xffffff) {
-        return invalid("filter.qp_num", "must be a QP number (0 to 2^24-1)");
-      }
-      fault.filter.qp_num = qp.get<uint32_t>();
-    }
-    if (filter.contains("device")) {
-      if (!filter["device"].is_string()) return invalid("filter.device", "must be a string");
-      fault.filter.device = filter["device"].get<std::string>();
-    }
-  }
-  if (doc.contains("trigger")) {
-    const json& trigger = doc["trigger"];
-    if (!trigger.is_object()) return invalid("trigger", "must be an object");
-    FC_RETURN_IF_ERROR(
-        onlyFields(trigger, "trigger.", {"probability", "every_nth", "after_ms", "count"}));
-    if (trigger.contains("probability")) {
-      const json& p = trigger["probability"];
-      if (!p.is_number() || !std::isfinite(p.get<double>()) || p.get<double>() < 0 ||
-          p.get<double>() > 1) {
-        return invalid("trigger.probability", "must be a number from 0 to 1");
-      }
-      fault.trigger.probability = p.get<double>();
-    }
-    FC_RETURN_IF_ERROR(readInt(trigger, "every_nth", "trigger.", 1, fault.trigger.every_nth));
-    FC_RETURN_IF_ERROR(readInt(trigger, "after_ms", "trigger.", 0, fault.trigger.after_ms));
-    FC_RETURN_IF_ERROR(readInt(trigger, "count", "trigger.", 1, fault.trigger.count));
-  }
+  auto kind = readChoice(doc, "kind", "kind", kKindNames);
+  if (!kind.isOk()) return kind.status();
+  fault.kind = *kind;
+  if (doc.contains("filter")) FC_RETURN_IF_ERROR(readFilter(doc["filter"], fault));
+  if (doc.contains("trigger")) FC_RETURN_IF_ERROR(readTrigger(doc["trigger"], fault.trigger));
   if (doc.contains("status")) {
-    if (fault.kind != ShimFaultKind::kCqeError) return invalid("status", "is for cqe_error only");
+    if (!takesStatus(fault.kind)) return invalid("status", "is for cqe_error only");
     const auto status =
         doc["status"].is_string() ? wcStatusOf(doc["status"].get<std::string>()) : std::nullopt;
     if (!status || *status == 0) {
@@ -148,16 +244,20 @@ core::Result<ShimFault> shimFaultFromJson(const json& doc) {
     fault.status = *status;
   }
   if (doc.contains("errno")) {
-    if (fault.kind == ShimFaultKind::kCqeError) return invalid("errno", "is for post_*_fail only");
-    const std::string name = doc["errno"].is_string() ? doc["errno"].get<std::string>() : "";
-    if (name == "ENOMEM") {
-      fault.error = ENOMEM;
-    } else if (name == "EAGAIN") {
-      fault.error = EAGAIN;
-    } else if (name == "EINVAL") {
-      fault.error = EINVAL;
-    } else {
-      return invalid("errno", "must be ENOMEM, EAGAIN or EINVAL");
+    if (!takesErrno(fault.kind)) {
+      return invalid("errno", "is for post_send_fail, post_recv_fail and reg_mr_fail only");
+    }
+    auto error = readChoice(doc, "errno", "errno", kErrnoNames);
+    if (!error.isOk()) return error.status();
+    fault.error = *error;
+  }
+  if (doc.contains("delay_ms")) {
+    if (fault.kind != ShimFaultKind::kCompletionDelay) {
+      return invalid("delay_ms", "is for completion_delay only");
+    }
+    FC_RETURN_IF_ERROR(readInt(doc, "delay_ms", "", 1, fault.delay_ms));
+    if (fault.delay_ms > kMaxDelayMs) {
+      return invalid("delay_ms", "must be at most " + std::to_string(kMaxDelayMs));
     }
   }
   return fault;
@@ -166,6 +266,8 @@ core::Result<ShimFault> shimFaultFromJson(const json& doc) {
 json toJson(const ShimFault& fault) {
   json filter = json::object();
   if (fault.filter.qp_num) filter["qp_num"] = *fault.filter.qp_num;
+  if (fault.filter.qp_type) filter["qp_type"] = describe(*fault.filter.qp_type);
+  if (fault.filter.opcode) filter["opcode"] = describe(*fault.filter.opcode);
   if (!fault.filter.device.empty()) filter["device"] = fault.filter.device;
   json doc = {{"kind", describe(fault.kind)},
               {"filter", filter},
@@ -174,11 +276,11 @@ json toJson(const ShimFault& fault) {
                 {"every_nth", fault.trigger.every_nth},
                 {"after_ms", fault.trigger.after_ms},
                 {"count", fault.trigger.count}}}};
-  if (fault.kind == ShimFaultKind::kCqeError) {
+  if (takesStatus(fault.kind)) {
     doc["status"] = wcStatusName(fault.status) != nullptr ? wcStatusName(fault.status) : "";
-  } else {
-    doc["errno"] = fault.error == EAGAIN ? "EAGAIN" : fault.error == EINVAL ? "EINVAL" : "ENOMEM";
   }
+  if (takesErrno(fault.kind)) doc["errno"] = nameIn(kErrnoNames, fault.error);
+  if (fault.kind == ShimFaultKind::kCompletionDelay) doc["delay_ms"] = fault.delay_ms;
   if (fault.trigger.count < 0) doc["trigger"].erase("count");
   return doc;
 }

@@ -10,6 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
+
+#include "verbs_shim/sys/held_completions.h"
+#include "verbs_shim/sys/qp_registry.h"
 
 namespace fabric_chaos::verbs_shim {
 namespace {
@@ -30,6 +34,13 @@ int providerPollCq(ibv_cq*, int num_entries, ibv_wc* wc) {
   }
   return n;
 }
+// The QPs the shim moved to error, by number, in order (the fake's modify_qp).
+std::vector<uint32_t> g_errored;
+int recordError(ibv_qp* qp) {
+  g_errored.push_back(qp->qp_num);
+  return 0;
+}
+
 int providerPostSend(ibv_qp*, ibv_send_wr*, ibv_send_wr**) {
   ++g_posted_sends;
   return 0;
@@ -52,12 +63,23 @@ class ContextOps : public ::testing::Test {
     qp17_.qp_num = 17;
     qp18_.context = &context_;
     qp18_.qp_num = 18;
+    qp17_.qp_type = IBV_QPT_RC;
+    qp18_.qp_type = IBV_QPT_UD;
     g_posted_sends = 0;
     g_posted_recvs = 0;
+    g_batch = 4;
+    g_errored.clear();
+    setQpErrorAction(recordError);
+    registerQp(&qp17_);
+    registerQp(&qp18_);
     ASSERT_TRUE(interpose(&context_).isOk());
   }
   void TearDown() override {
     disarm();
+    forgetCq(&cq_);
+    unregisterQp(&qp17_);
+    unregisterQp(&qp18_);
+    setQpErrorAction(nullptr);
     release(&context_);
   }
   std::vector<int> pollStatuses() {
@@ -149,6 +171,85 @@ TEST_F(ContextOps, APostFailureReturnsItsErrnoAndTheRequestAsBad) {
   EXPECT_EQ(bad_recv, &recv);
   EXPECT_EQ(ibv_post_recv(&qp17_, &recv, &bad_recv), 0);  // its count of 1 is spent
   EXPECT_EQ(g_posted_recvs, 1);
+}
+
+TEST_F(ContextOps, ACqeErrorMovesItsQpToErrorOnceAsANicDoes) {
+  ShimFault fault;
+  fault.kind = ShimFaultKind::kCqeError;
+  fault.filter.qp_num = 17;
+  fault.trigger.count = 2;
+  arm({fault}, 1);
+  EXPECT_EQ(pollStatuses(), (std::vector<int>{12, 0, 12, 0}));
+  EXPECT_EQ(g_errored, (std::vector<uint32_t>{17})) << "moved to error once, not per completion";
+}
+
+TEST_F(ContextOps, AQpErrorStrikesTheQpOfAMatchingPostAndLetsThePostThrough) {
+  ShimFault fault;
+  fault.kind = ShimFaultKind::kQpError;
+  fault.filter.qp_type = ShimQpType::kUd;  // QP 18
+  fault.filter.opcode = ShimOpcode::kRdmaWrite;
+  arm({fault}, 1);
+  ibv_send_wr send{};
+  send.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(&qp18_, &send, &bad), 0);
+  EXPECT_TRUE(g_errored.empty()) << "a SEND is not an RDMA WRITE";
+  send.opcode = IBV_WR_RDMA_WRITE;
+  EXPECT_EQ(ibv_post_send(&qp17_, &send, &bad), 0);
+  EXPECT_TRUE(g_errored.empty()) << "QP 17 is RC, not UD";
+  EXPECT_EQ(ibv_post_send(&qp18_, &send, &bad), 0);
+  EXPECT_EQ(g_errored, (std::vector<uint32_t>{18}));
+  EXPECT_EQ(g_posted_sends, 3) << "the provider gets the post and fails it as the QP's state says";
+  // Completions are events too: QP 17's first one errors it, statuses untouched.
+  fault.filter = {};
+  fault.filter.qp_num = 17;
+  arm({fault}, 1);
+  EXPECT_EQ(pollStatuses(), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(g_errored, (std::vector<uint32_t>{18, 17}));
+}
+
+TEST_F(ContextOps, ACompletionDelayHoldsTheBatchAndReleasesItInOrderWhenDue) {
+  ShimFault fault;
+  fault.kind = ShimFaultKind::kCompletionDelay;
+  fault.delay_ms = 150;
+  fault.trigger.count = 1;
+  arm({fault}, 1);
+  ibv_wc wc[8];
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(ibv_poll_cq(&cq_, 8, wc), 0) << "the first batch is held";
+  EXPECT_TRUE(anyHeld());
+  EXPECT_EQ(ibv_poll_cq(&cq_, 8, wc), 0) << "nothing newer overtakes the held batch";
+  disarm();  // held completions are not lost when the fault goes
+  int got = 0;
+  while ((got = ibv_poll_cq(&cq_, 2, wc)) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(150));
+  ASSERT_EQ(got, 2) << "at most num_entries at a time";
+  EXPECT_EQ(wc[0].wr_id, 0u);
+  EXPECT_EQ(wc[1].wr_id, 1u);
+  ASSERT_EQ(ibv_poll_cq(&cq_, 8, wc), 2);
+  EXPECT_EQ(wc[0].wr_id, 2u);
+  EXPECT_EQ(wc[1].wr_id, 3u);
+  EXPECT_FALSE(anyHeld());
+  EXPECT_EQ(ibv_poll_cq(&cq_, 8, wc), 4) << "then the provider's own, as before";
+}
+
+TEST_F(ContextOps, ARegistrationFailureIsDecidedPerProtectionDomainsDevice) {
+  ibv_pd pd{};
+  pd.context = &context_;
+  EXPECT_EQ(regMrFailure(&pd), 0);
+  ShimFault fault;
+  fault.kind = ShimFaultKind::kRegMrFail;
+  fault.error = EFAULT;
+  fault.filter.device = "rxe0";
+  fault.trigger.count = 1;
+  arm({fault}, 1);
+  EXPECT_EQ(regMrFailure(&pd), EFAULT);
+  EXPECT_EQ(regMrFailure(&pd), 0) << "count 1 is spent";
+  ASSERT_EQ(injections().size(), 1u);
+  EXPECT_EQ(injections()[0].fired, 1);
+  EXPECT_EQ(interposedDevices(), (std::vector<std::string>{"rxe0"}));
 }
 
 TEST_F(ContextOps, ContextsBeyondTheTableRunWithoutFaults) {

@@ -72,9 +72,9 @@ class RecordingHandler : public ControlHandler {
     armed_faults = 0;
     ++disarms;
   }
-  json armedStatus() override {
+  json statusMembers() override {
     std::lock_guard<std::mutex> lock(mutex);
-    return {{"faults", armed_faults}};
+    return {{"comm", "fake"}, {"armed", {{"faults", armed_faults}}}};
   }
   std::mutex mutex;
   size_t armed_faults = 0;
@@ -143,6 +143,7 @@ TEST_F(ControlChannel, ArmStatusRenewDisarmOverTheSocket) {
   EXPECT_EQ(status["ok"], true);
   EXPECT_EQ(status["pid"], getpid());
   EXPECT_EQ(status["armed"]["faults"], 2);
+  EXPECT_EQ(status["comm"], "fake");
   EXPECT_EQ(ask(R"({"renew": true})"), (json{{"ok", true}, {"lease_ms", 60000}}));
   // A refused line is answered and the connection stays usable.
   const json refused = ask(R"({"arm": [{"kind": "melt"}]})");

@@ -34,6 +34,28 @@ TEST(ShimPlan, ReadsAFaultAndWritesItBack) {
   EXPECT_EQ(toJson(*post)["errno"], "EAGAIN");
   EXPECT_FALSE(toJson(*post)["trigger"].contains("count"));
   EXPECT_EQ(shimFaultFromJson({{"kind", "post_recv_fail"}})->error, ENOMEM);
+
+  // Every kind, with the knobs and filters it takes, reads back as written.
+  const std::vector<json> others = {
+      {{"kind", "qp_error"},
+       {"filter", {{"qp_type", "rc"}, {"opcode", "rdma_write"}}},
+       {"trigger", {{"probability", 1.0}, {"every_nth", 1}, {"after_ms", 0}, {"count", 1}}}},
+      {{"kind", "completion_delay"},
+       {"filter", {{"opcode", "recv"}}},
+       {"trigger", {{"probability", 1.0}, {"every_nth", 10}, {"after_ms", 0}}},
+       {"delay_ms", 250}},
+      {{"kind", "reg_mr_fail"},
+       {"filter", {{"device", "rxe0"}}},
+       {"trigger", {{"probability", 1.0}, {"every_nth", 1}, {"after_ms", 0}, {"count", 2}}},
+       {"errno", "EFAULT"}},
+  };
+  for (const json& doc : others) {
+    auto fault = shimFaultFromJson(doc);
+    ASSERT_TRUE(fault.isOk()) << doc.dump() << ": " << fault.status().message();
+    EXPECT_EQ(toJson(*fault), doc);
+  }
+  EXPECT_EQ(shimFaultFromJson({{"kind", "reg_mr_fail"}})->error, ENOMEM);
+  EXPECT_EQ(shimFaultFromJson({{"kind", "completion_delay"}})->delay_ms, 100);
 }
 
 TEST(ShimPlan, StatusNamesAreLibibverbsOwn) {
@@ -49,7 +71,9 @@ TEST(ShimPlan, StatusNamesAreLibibverbsOwn) {
 TEST(ShimPlan, RefusalsNameTheField) {
   const std::vector<std::pair<json, std::string>> cases = {
       {json::array(), "fault: must be an object"},
-      {{{"kind", "qp_melt"}}, "kind: must be cqe_error, post_send_fail or post_recv_fail"},
+      {{{"kind", "qp_melt"}},
+       "kind: must be cqe_error, qp_error, post_send_fail, post_recv_fail, completion_delay or "
+       "reg_mr_fail"},
       {{{"kind", "cqe_error"}, {"status", "retry_exceeded"}}, "status: must name an error status"},
       {{{"kind", "cqe_error"}, {"status", "success"}}, "status: must name an error status"},
       {{{"kind", "cqe_error"}, {"trigger", {{"probability", 1.5}}}},
@@ -62,10 +86,27 @@ TEST(ShimPlan, RefusalsNameTheField) {
        "trigger.after_ms: must be an integer of at least 0"},
       {{{"kind", "cqe_error"}, {"filter", {{"qp", 3}}}}, "filter.qp: unknown field"},
       {{{"kind", "cqe_error"}, {"filter", {{"qp_num", 1 << 24}}}}, "filter.qp_num: must be a QP"},
-      {{{"kind", "cqe_error"}, {"errno", "ENOMEM"}}, "errno: is for post_*_fail only"},
+      {{{"kind", "cqe_error"}, {"errno", "ENOMEM"}},
+       "errno: is for post_send_fail, post_recv_fail and reg_mr_fail only"},
       {{{"kind", "post_send_fail"}, {"status", "fatal_err"}}, "status: is for cqe_error only"},
-      {{{"kind", "post_send_fail"}, {"errno", "EIO"}}, "errno: must be ENOMEM, EAGAIN or EINVAL"},
+      {{{"kind", "post_send_fail"}, {"errno", "EIO"}},
+       "errno: must be ENOMEM, EAGAIN, EINVAL or EFAULT"},
       {{{"kind", "cqe_error"}, {"armed", true}}, "armed: unknown field"},
+      {{{"kind", "cqe_error"}, {"delay_ms", 5}}, "delay_ms: is for completion_delay only"},
+      {{{"kind", "completion_delay"}, {"delay_ms", 0}},
+       "delay_ms: must be an integer of at least 1"},
+      {{{"kind", "completion_delay"}, {"delay_ms", 600001}}, "delay_ms: must be at most 600000"},
+      {{{"kind", "reg_mr_fail"}, {"filter", {{"qp_num", 3}}}},
+       "filter.qp_num: reg_mr_fail sees no QP; only device applies"},
+      {{{"kind", "cqe_error"}, {"filter", {{"qp_type", "xrc"}}}},
+       "filter.qp_type: must be rc, uc or ud"},
+      {{{"kind", "cqe_error"}, {"filter", {{"opcode", "write"}}}},
+       "filter.opcode: must be send, rdma_write, rdma_read, atomic or recv"},
+      {{{"kind", "post_send_fail"}, {"filter", {{"opcode", "recv"}}}},
+       "filter.opcode: post_send_fail never sees recv work requests"},
+      {{{"kind", "post_recv_fail"}, {"filter", {{"opcode", "send"}}}},
+       "filter.opcode: post_recv_fail never sees send work requests"},
+      {{{"kind", "qp_error"}, {"status", "fatal_err"}}, "status: is for cqe_error only"},
   };
   for (const auto& [doc, says] : cases) {
     auto fault = shimFaultFromJson(doc);

@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "core/clock.h"
+#include "verbs_shim/sys/held_completions.h"
+#include "verbs_shim/sys/qp_registry.h"
 
 namespace fabric_chaos::verbs_shim {
 namespace {
@@ -17,6 +19,7 @@ using core::StatusCode;
 using PostSend = int (*)(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
 using PostRecv = int (*)(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
 using PollCq = int (*)(ibv_cq*, int, ibv_wc*);
+using CreateQpEx = ibv_qp* (*)(ibv_context*, ibv_qp_init_attr_ex*);
 
 // One interposed context: its provider's ops, published by a release store of `context` after
 // they are written, so that a wrapper that finds the context also finds them.
@@ -25,19 +28,16 @@ struct Saved {
   PostSend post_send = nullptr;
   PostRecv post_recv = nullptr;
   PollCq poll_cq = nullptr;
+  CreateQpEx create_qp_ex = nullptr;  // null: not an extended context, or none
 };
 
 std::array<Saved, kMaxContexts> g_saved;
 std::mutex g_table_mutex;  // writers of g_saved
 
-struct ArmedFault {
-  ShimFault fault;
-  TriggerState trigger;
-};
-std::atomic<bool> g_armed{false};
-std::mutex g_armed_mutex;  // g_faults, g_armed_at_ns, the triggers' state
-std::vector<ArmedFault> g_faults;
-int64_t g_armed_at_ns = 0;
+ArmedFaults& faults() {
+  static auto* armed = new ArmedFaults();  // outlives static destructors: wrappers may still run
+  return *armed;
+}
 
 const Saved* savedFor(const ibv_context* context) {
   for (const Saved& s : g_saved) {
@@ -46,37 +46,80 @@ const Saved* savedFor(const ibv_context* context) {
   return nullptr;
 }
 
-bool matches(const ShimFilter& filter, const ibv_context* context, uint32_t qp_num) {
-  if (filter.qp_num && *filter.qp_num != qp_num) return false;
-  if (!filter.device.empty() &&
-      (context->device == nullptr || filter.device != context->device->name)) {
-    return false;
-  }
-  return true;
+int64_t nowMs() { return core::steadyNowNs() / 1'000'000; }
+
+const char* deviceName(const ibv_context* context) {
+  return context->device != nullptr ? context->device->name : "";
 }
 
-int64_t elapsedMsLocked() { return (core::steadyNowNs() - g_armed_at_ns) / 1'000'000; }
-
-// The errno a post must fail with now, or 0. Caller holds nothing.
-int postFailure(ShimFaultKind kind, ibv_qp* qp) {
-  if (!g_armed.load(std::memory_order_relaxed)) return 0;
-  std::lock_guard<std::mutex> lock(g_armed_mutex);
-  const int64_t elapsed = elapsedMsLocked();
-  for (ArmedFault& armed : g_faults) {
-    if (armed.fault.kind != kind || !matches(armed.fault.filter, qp->context, qp->qp_num)) {
-      continue;
-    }
-    if (armed.trigger.fire(elapsed)) return armed.fault.error;
+std::optional<ShimQpType> typeOfQp(const ibv_qp* qp) {
+  switch (qp->qp_type) {
+    case IBV_QPT_RC:
+      return ShimQpType::kRc;
+    case IBV_QPT_UC:
+      return ShimQpType::kUc;
+    case IBV_QPT_UD:
+      return ShimQpType::kUd;
+    default:
+      return std::nullopt;
   }
-  return 0;
+}
+
+ShimOpcode opcodeOfSend(ibv_wr_opcode opcode) {
+  switch (opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return ShimOpcode::kRdmaWrite;
+    case IBV_WR_RDMA_READ:
+      return ShimOpcode::kRdmaRead;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      return ShimOpcode::kAtomic;
+    default:
+      return ShimOpcode::kSend;
+  }
+}
+
+ShimOpcode opcodeOfCompletion(ibv_wc_opcode opcode) {
+  switch (opcode) {
+    case IBV_WC_RDMA_WRITE:
+      return ShimOpcode::kRdmaWrite;
+    case IBV_WC_RDMA_READ:
+      return ShimOpcode::kRdmaRead;
+    case IBV_WC_COMP_SWAP:
+    case IBV_WC_FETCH_ADD:
+      return ShimOpcode::kAtomic;
+    case IBV_WC_RECV:
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+      return ShimOpcode::kRecv;
+    default:
+      return ShimOpcode::kSend;
+  }
+}
+
+// A post's fate while armed: an errno to return (the request not posted), or 0 to post it, the
+// QP first moved to error when qp_error struck.
+int armedPostOutcome(ShimEventType type, ibv_qp* qp, std::optional<ShimOpcode> opcode) {
+  const ShimEventInfo event{deviceName(qp->context), qp->qp_num, typeOfQp(qp), opcode};
+  const auto decision = faults().decide(type, event, nowMs());
+  if (!decision) return 0;
+  if (decision->kind == ShimFaultKind::kQpError) {
+    registerQp(qp);  // a QP made before the shim saw its creation is still ours to error
+    moveQpToError(qp->qp_num);
+    return 0;
+  }
+  return decision->error;
 }
 
 int shimPostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   const Saved* saved = savedFor(qp->context);
   if (saved == nullptr) return EINVAL;  // released while a post was on its way in
-  if (const int error = postFailure(ShimFaultKind::kPostSendFail, qp); error != 0) {
-    *bad_wr = wr;
-    return error;
+  if (faults().armed() && wr != nullptr) {
+    if (const int error = armedPostOutcome(ShimEventType::kPostSend, qp, opcodeOfSend(wr->opcode));
+        error != 0) {
+      *bad_wr = wr;
+      return error;
+    }
   }
   return saved->post_send(qp, wr, bad_wr);
 }
@@ -84,35 +127,73 @@ int shimPostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 int shimPostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   const Saved* saved = savedFor(qp->context);
   if (saved == nullptr) return EINVAL;
-  if (const int error = postFailure(ShimFaultKind::kPostRecvFail, qp); error != 0) {
-    *bad_wr = wr;
-    return error;
+  if (faults().armed() && wr != nullptr) {
+    if (const int error = armedPostOutcome(ShimEventType::kPostRecv, qp, ShimOpcode::kRecv);
+        error != 0) {
+      *bad_wr = wr;
+      return error;
+    }
   }
   return saved->post_recv(qp, wr, bad_wr);
+}
+
+// The armed path of a poll that returned `got` completions: each successful one is an event.
+// Returns what the program gets: `got`, or 0 when completion_delay took the batch.
+int armedPoll(ibv_cq* cq, int got, ibv_wc* wc) {
+  const int64_t now_ms = nowMs();
+  std::array<uint32_t, 16> to_error{};
+  size_t errors = 0;
+  int64_t delay_ms = 0;
+  for (int i = 0; i < got; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) continue;
+    const ShimEventInfo event{deviceName(cq->context), wc[i].qp_num, qpTypeOf(wc[i].qp_num),
+                              opcodeOfCompletion(wc[i].opcode)};
+    const auto decision = faults().decide(ShimEventType::kCompletion, event, now_ms);
+    if (!decision) continue;
+    if (decision->kind == ShimFaultKind::kCompletionDelay) {
+      delay_ms = std::max(delay_ms, decision->delay_ms);
+      continue;
+    }
+    if (decision->kind == ShimFaultKind::kCqeError) {
+      wc[i].status = static_cast<ibv_wc_status>(decision->status);
+      wc[i].vendor_err = 0;
+    }
+    if (errors < to_error.size()) to_error[errors++] = wc[i].qp_num;
+  }
+  // As a NIC does after a failed work request: the QP goes to error and flushes the rest.
+  for (size_t i = 0; i < errors; ++i) moveQpToError(to_error[i]);
+  if (delay_ms == 0) return got;
+  hold(cq, wc, got, core::steadyNowNs() + delay_ms * 1'000'000);
+  return 0;
 }
 
 int shimPollCq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
   const Saved* saved = savedFor(cq->context);
   if (saved == nullptr) return -1;
-  const int got = saved->poll_cq(cq, num_entries, wc);
-  if (got <= 0 || !g_armed.load(std::memory_order_relaxed)) return got;
-  std::lock_guard<std::mutex> lock(g_armed_mutex);
-  const int64_t elapsed = elapsedMsLocked();
-  for (int i = 0; i < got; ++i) {
-    if (wc[i].status != IBV_WC_SUCCESS) continue;
-    for (ArmedFault& armed : g_faults) {
-      if (armed.fault.kind != ShimFaultKind::kCqeError ||
-          !matches(armed.fault.filter, cq->context, wc[i].qp_num)) {
-        continue;
-      }
-      if (armed.trigger.fire(elapsed)) {
-        wc[i].status = static_cast<ibv_wc_status>(armed.fault.status);
-        wc[i].vendor_err = 0;
-        break;
-      }
-    }
+  if (anyHeld()) {
+    const int taken = takeHeld(cq, num_entries, wc, core::steadyNowNs());
+    if (taken >= 0) return taken;  // held ones first; nothing newer overtakes them
   }
-  return got;
+  const int got = saved->poll_cq(cq, num_entries, wc);
+  if (got <= 0 || !faults().armed()) return got;
+  return armedPoll(cq, got, wc);
+}
+
+ibv_qp* shimCreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  const Saved* saved = savedFor(context);
+  if (saved == nullptr || saved->create_qp_ex == nullptr) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  ibv_qp* qp = saved->create_qp_ex(context, attr);
+  registerQp(qp);
+  return qp;
+}
+
+// The extended context's create_qp_ex slot, when the context is one and has the slot.
+CreateQpEx* createQpExSlot(ibv_context* context) {
+  verbs_context* extended = verbs_get_ctx_op(context, create_qp_ex);
+  return extended != nullptr ? &extended->create_qp_ex : nullptr;
 }
 
 }  // namespace
@@ -125,10 +206,13 @@ Status interpose(ibv_context* context) {
     s.post_send = context->ops.post_send;
     s.post_recv = context->ops.post_recv;
     s.poll_cq = context->ops.poll_cq;
+    CreateQpEx* create = createQpExSlot(context);
+    s.create_qp_ex = create != nullptr ? *create : nullptr;
     s.context.store(context, std::memory_order_release);
     context->ops.post_send = shimPostSend;
     context->ops.post_recv = shimPostRecv;
     context->ops.poll_cq = shimPollCq;
+    if (create != nullptr) *create = shimCreateQpEx;
     return Status::ok();
   }
   return Status(StatusCode::kUnavailable, "the verbs shim holds " + std::to_string(kMaxContexts) +
@@ -142,35 +226,37 @@ void release(ibv_context* context) {
     context->ops.post_send = s.post_send;
     context->ops.post_recv = s.post_recv;
     context->ops.poll_cq = s.poll_cq;
+    if (CreateQpEx* create = createQpExSlot(context); create != nullptr) *create = s.create_qp_ex;
     s.context.store(nullptr, std::memory_order_release);
   }
 }
 
 bool interposed(const ibv_context* context) { return savedFor(context) != nullptr; }
 
-void arm(const std::vector<ShimFault>& faults, uint64_t seed) {
-  std::lock_guard<std::mutex> lock(g_armed_mutex);
-  g_faults.clear();
-  for (size_t i = 0; i < faults.size(); ++i) {
-    g_faults.push_back({faults[i], TriggerState(faults[i].trigger, seed + i)});
-  }
-  g_armed_at_ns = core::steadyNowNs();
-  g_armed.store(!g_faults.empty(), std::memory_order_relaxed);
-}
-
-void disarm() {
-  std::lock_guard<std::mutex> lock(g_armed_mutex);
-  g_armed.store(false, std::memory_order_relaxed);
-  g_faults.clear();
-}
-
-std::vector<InjectionCount> injections() {
-  std::lock_guard<std::mutex> lock(g_armed_mutex);
-  std::vector<InjectionCount> out;
-  for (const ArmedFault& armed : g_faults) {
-    out.push_back({armed.fault.kind, armed.trigger.seen(), armed.trigger.fired()});
+std::vector<std::string> interposedDevices() {
+  std::vector<std::string> out;
+  for (const Saved& s : g_saved) {
+    const ibv_context* context = s.context.load(std::memory_order_acquire);
+    if (context == nullptr) continue;
+    const std::string name = deviceName(context);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
   return out;
+}
+
+void arm(const std::vector<ShimFault>& faults_to_arm, uint64_t seed) {
+  faults().arm(faults_to_arm, seed, nowMs());
+}
+
+void disarm() { faults().disarm(); }
+
+std::vector<InjectionCount> injections() { return faults().injections(); }
+
+int regMrFailure(ibv_pd* pd) {
+  if (!faults().armed() || pd == nullptr) return 0;
+  const ShimEventInfo event{deviceName(pd->context), std::nullopt, std::nullopt, std::nullopt};
+  const auto decision = faults().decide(ShimEventType::kRegMr, event, nowMs());
+  return decision ? decision->error : 0;
 }
 
 }  // namespace fabric_chaos::verbs_shim

@@ -64,7 +64,9 @@ struct ControlServer::State {
       armed = false;
       return {{"ok", true}};
     }
-    return {{"ok", true}, {"pid", getpid()}, {"armed", handler->armedStatus()}};
+    json answer = {{"ok", true}, {"pid", getpid()}};
+    answer.update(handler->statusMembers());
+    return answer;
   }
 
   // False when the client is gone or misbehaves (then it is closed).

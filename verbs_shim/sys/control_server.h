@@ -23,7 +23,9 @@ class ControlHandler {
   virtual ~ControlHandler() = default;
   virtual void arm(const ArmRequest& request) = 0;
   virtual void disarm() = 0;
-  virtual nlohmann::json armedStatus() = 0;  // the "armed" member of a status answer
+  // The members of a status answer after "ok" and "pid": what the program is ("comm", "rank",
+  // "devices") and what is armed ("armed": per fault, events seen and injections made).
+  virtual nlohmann::json statusMembers() = 0;
 };
 
 std::string controlSocketPath(const std::string& dir, pid_t pid);

@@ -1,0 +1,203 @@
+// libfabric-chaos-verbs.so: the verbs fault library's entry points (docs/verbs-faults.md). Loaded
+// with LD_PRELOAD ahead of libibverbs, it defines the libibverbs functions below, each of which
+// calls the real one (dlsym RTLD_NEXT) around the shim's own work:
+// - ibv_open_device / ibv_close_device: the context's data-path ops interposed and released
+//   (verbs_shim/sys/context_ops.h), which is how inline ibv_post_send and ibv_poll_cq are seen;
+// - ibv_create_qp / ibv_destroy_qp: QPs known by number, so that errors can move them to error;
+// - ibv_reg_mr and its iova forms: reg_mr_fail;
+// - ibv_get_cq_event / ibv_ack_cq_events / ibv_destroy_cq: completion_delay's held batches wake a
+//   program that sleeps on its completion channel (verbs_shim/sys/held_completions.h).
+// With FABRIC_CHAOS_VERBS_DIR set, a control server (verbs_shim/sys/control_server.h) starts at
+// load in that directory; without it, or when it cannot start, the shim stays unarmed and the
+// program runs as without it. Nothing here blocks the program on the control channel.
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "verbs_shim/sys/context_ops.h"
+#include "verbs_shim/sys/control_server.h"
+#include "verbs_shim/sys/held_completions.h"
+#include "verbs_shim/sys/qp_registry.h"
+#include "verbs_shim/sys/shim_control.h"
+
+// verbs.h turns these into inline helpers; the exported functions are what we define.
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+namespace {
+
+namespace shim = fabric_chaos::verbs_shim;
+
+template <typename F>
+F realFunction(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+// The real function, found once; a libibverbs without it makes the call fail as ENOSYS.
+#define FC_REAL(name) static const auto real = realFunction<decltype(&::name)>(#name)
+
+std::string processName() {
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+struct Runtime {
+  std::unique_ptr<shim::ShimControl> control;
+  std::unique_ptr<shim::ControlServer> server;
+};
+Runtime* g_runtime = nullptr;
+
+__attribute__((constructor)) void startShim() {
+  const char* dir = std::getenv("FABRIC_CHAOS_VERBS_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  mkdir(dir, 0700);  // the agent makes it; a user's own run may not have
+  auto runtime = std::make_unique<Runtime>();
+  runtime->control = std::make_unique<shim::ShimControl>(
+      processName(),
+      shim::rankFromEnvironment([](const char* name) -> const char* { return std::getenv(name); }));
+  auto server = shim::ControlServer::start(dir, *runtime->control);
+  if (!server.isOk()) {
+    std::fprintf(stderr, "fabric-chaos verbs shim: %s; verbs faults cannot be armed here\n",
+                 server.status().message().c_str());
+    return;
+  }
+  runtime->server = std::move(*server);
+  g_runtime = runtime.release();
+}
+
+__attribute__((destructor)) void stopShim() {
+  if (g_runtime == nullptr) return;
+  g_runtime->server.reset();  // disarms, removes the socket
+  delete g_runtime;
+  g_runtime = nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) ibv_context* ibv_open_device(ibv_device* device) {
+  FC_REAL(ibv_open_device);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  ibv_context* context = real(device);
+  if (context != nullptr) {
+    const auto held = shim::interpose(context);
+    if (!held.isOk()) std::fprintf(stderr, "fabric-chaos verbs shim: %s\n", held.message().c_str());
+  }
+  return context;
+}
+
+__attribute__((visibility("default"))) int ibv_close_device(ibv_context* context) {
+  FC_REAL(ibv_close_device);
+  shim::release(context);
+  return real != nullptr ? real(context) : ENOSYS;
+}
+
+__attribute__((visibility("default"))) ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  FC_REAL(ibv_create_qp);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  ibv_qp* qp = real(pd, attr);
+  shim::registerQp(qp);
+  return qp;
+}
+
+__attribute__((visibility("default"))) int ibv_destroy_qp(ibv_qp* qp) {
+  FC_REAL(ibv_destroy_qp);
+  shim::unregisterQp(qp);
+  return real != nullptr ? real(qp) : ENOSYS;
+}
+
+__attribute__((visibility("default"))) ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length,
+                                                          int access) {
+  FC_REAL(ibv_reg_mr);
+  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
+    errno = error != 0 ? error : ENOSYS;
+    return nullptr;
+  }
+  return real(pd, addr, length, access);
+}
+
+__attribute__((visibility("default"))) ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr,
+                                                               size_t length, uint64_t iova,
+                                                               int access) {
+  FC_REAL(ibv_reg_mr_iova);
+  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
+    errno = error != 0 ? error : ENOSYS;
+    return nullptr;
+  }
+  return real(pd, addr, length, iova, access);
+}
+
+__attribute__((visibility("default"))) ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr,
+                                                                size_t length, uint64_t iova,
+                                                                unsigned int access) {
+  FC_REAL(ibv_reg_mr_iova2);
+  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
+    errno = error != 0 ? error : ENOSYS;
+    return nullptr;
+  }
+  return real(pd, addr, length, iova, access);
+}
+
+// A program asleep on its channel while one of its CQs holds a batch is woken when the batch
+// falls due, with that CQ as the event; a kernel event that comes first is returned as usual.
+// On a non-blocking channel a due batch is returned at once, and otherwise the kernel answers.
+__attribute__((visibility("default"))) int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
+                                                            void** cq_context) {
+  FC_REAL(ibv_get_cq_event);
+  if (real == nullptr) return -1;
+  const bool blocking = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) == 0;
+  while (shim::anyHeld()) {
+    const auto due = shim::nextDue(channel);
+    if (!due) break;
+    const int64_t wait_ns = due->release_ns - fabric_chaos::core::steadyNowNs();
+    if (wait_ns > 0) {
+      if (!blocking) break;
+      pollfd ready{channel->fd, POLLIN, 0};
+      const int timeout_ms = static_cast<int>(wait_ns / 1'000'000) + 1;
+      if (poll(&ready, 1, timeout_ms) != 0) break;  // the kernel has an event (or an error)
+      continue;
+    }
+    shim::noteSyntheticEvent(due->cq);
+    *cq = due->cq;
+    *cq_context = due->cq->cq_context;
+    return 0;
+  }
+  return real(channel, cq, cq_context);
+}
+
+__attribute__((visibility("default"))) void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  FC_REAL(ibv_ack_cq_events);
+  // libibverbs counts acknowledgements against the kernel's events, and ibv_destroy_cq waits
+  // until they agree: the shim's own events are taken out.
+  const unsigned int kernel = shim::kernelAcks(cq, nevents);
+  if (kernel > 0 && real != nullptr) real(cq, kernel);
+}
+
+__attribute__((visibility("default"))) int ibv_destroy_cq(ibv_cq* cq) {
+  FC_REAL(ibv_destroy_cq);
+  shim::forgetCq(cq);
+  return real != nullptr ? real(cq) : ENOSYS;
+}
+
+}  // extern "C"
