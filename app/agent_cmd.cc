@@ -41,7 +41,8 @@ Options:
   --mgmt-if IF,IF      interfaces never touched because they carry the controller's connection
                        (default: the interface of the default route, plus the one holding the
                        --listen address when it is a specific address)
-  --state-dir DIR      the fault journal lives here (default /run/fabric-chaos-agent)
+  --state-dir DIR      the fault journal lives here (default /run/fabric-chaos-agent), and
+                       the verbs shims' control sockets in DIR/verbs (FABRIC_CHAOS_VERBS_DIR)
   --log-dir DIR        workload rank logs (default <state-dir>/logs)
   --agent-id ID        the name reported in /agent/v1/info (default: the hostname)
   --loss-backend netem|nftables
@@ -137,10 +138,13 @@ int agentMain(int argc, char** argv) {
     return 1;
   }
 
+  const std::string verbs_dir = prepareVerbsShimDir(state_dir);
+
   // Signals are taken synchronously by the main thread; block them before any thread starts.
   const sigset_t signals = blockStopSignals();
 
-  LocalStack stack(selfExePath(), log_dir, {}, *registry_options, {}, FABRIC_CHAOS_VERSION);
+  LocalStack stack(selfExePath(), log_dir, {}, *registry_options, {}, FABRIC_CHAOS_VERSION,
+                   verbs_dir);
   agent::LocalAgent& local_agent = stack.local_agent;
   auto probe = agent::makeSystemHostProbe();
 

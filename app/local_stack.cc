@@ -192,10 +192,31 @@ injectors::RegistryOptions withSelfExe(injectors::RegistryOptions options,
 
 }  // namespace
 
+std::string prepareVerbsShimDir(const std::string& state_dir) {
+  const std::string dir = state_dir + "/verbs";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  if (ec) {
+    core::logWarn("cannot create " + dir + " (" + ec.message() +
+                  "); the verbs_* fault kinds are left out");
+    return "";
+  }
+  return dir;
+}
+
+std::string verbsShimLibraryFor(const std::string& self_exe) {
+  const std::filesystem::path library =
+      std::filesystem::path(self_exe).parent_path().parent_path() / "verbs_shim" /
+      "libfabric-chaos-verbs.so";
+  std::error_code ec;
+  return std::filesystem::exists(library, ec) ? library.lexically_normal().string() : "";
+}
+
 LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
                        agent::TargetGuard guard, const injectors::RegistryOptions& registry_options,
                        std::function<std::vector<std::string>()> netdev_namespaces,
-                       const std::string& version)
+                       const std::string& version, const std::string& verbs_dir)
     : links(sys::makeNetlinkLinkControl()),
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
@@ -206,16 +227,21 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
       daemons(sys::makeDaemonControl()),
       commands(sys::makeCommandRunner()),
       ib_ports(sys::makeIbPortCommand(commands.get(), self_exe)),
+      verbs_shims(verbs_dir.empty() ? nullptr : sys::makeVerbsShimChannel(verbs_dir)),
+      rdma_control(sys::makeNetlinkRdmaDeviceControl()),
+      ip_config(sys::makeNetlinkIpConfig()),
       registry(injectors::makeRegistry(
           {links.get(), nftables.get(), qdiscs.get(), emitters.get(), forwarding.get(), dcb.get(),
-           pfc_switches.get(), daemons.get(), ib_ports.get()},
+           pfc_switches.get(), daemons.get(), ib_ports.get(), verbs_shims.get(), rdma_control.get(),
+           ip_config.get()},
           withSelfExe(registry_options, self_exe))),
       launcher(sys::makeForkExecLauncher()),
       rdma(sys::makeSysfsRdmaDevices()),
       local_agent(
           *registry, *launcher,
           {self_exe, log_dir, std::move(guard), version, agent::makeSystemHostProbe()->hostname(),
-           links.get(), rdma.get(), std::move(netdev_namespaces)}) {
+           links.get(), rdma.get(), std::move(netdev_namespaces),
+           verbs_dir.empty() ? "" : verbsShimLibraryFor(self_exe), verbs_dir, verbs_shims.get()}) {
   if (const int strays = emitters->stopRecorded(1000); strays > 0) {
     core::logWarn("stopped " + std::to_string(strays) +
                   " fault emitter(s) a previous run of this program left running (" + log_dir +

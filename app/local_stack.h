@@ -23,12 +23,15 @@
 #include "injectors/sys/emitters.h"
 #include "injectors/sys/forwarding.h"
 #include "injectors/sys/ib_port_command.h"
+#include "injectors/sys/ip_config.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/pfc_switch_control.h"
 #include "injectors/sys/process.h"
 #include "injectors/sys/qdisc.h"
+#include "injectors/sys/rdma_device_control.h"
 #include "injectors/sys/rdma_devices.h"
+#include "injectors/sys/verbs_shim_channel.h"
 #include "scenarios/services.h"
 
 namespace fabric_chaos::app {
@@ -83,16 +86,29 @@ core::Result<injectors::RegistryOptions> registryOptionsFromFlag(
 agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
                                         const ServeGuardOptions& options);
 
+// <state_dir>/verbs, where shim-loaded RDMA programs (FABRIC_CHAOS_VERBS_DIR) put their control
+// sockets and the verbs kinds arm them through, made mode 0700: whoever can reach a socket can
+// fault that program, so only the agent's user may (the programs must run as that user, or as
+// root). "" (and a warning) when it cannot be made: the verbs kinds are then left out.
+std::string prepareVerbsShimDir(const std::string& state_dir);
+
+// The verbs fault library next to this program in the build tree
+// (<dir of self_exe>/../verbs_shim/libfabric-chaos-verbs.so), which workload ranks load when a
+// scenario arms verbs faults; "" when it is not there.
+std::string verbsShimLibraryFor(const std::string& self_exe);
+
 struct LocalStack {
   // `self_exe` is started as `self_exe workload ...`; rank logs go to `log_dir`. Without a guard
   // the agent faults any interface (agent mode, where AgentService checks first).
   // registry_options: `--loss-backend`.
   // netdev_namespaces: the namespaces whose netdevs the agent reports besides its own (serve:
   // fabricNamespaces of the registered fabrics); version: what the agent reports as its own.
+  // verbs_dir: where shim-loaded programs put their control sockets (FABRIC_CHAOS_VERBS_DIR);
+  // "" leaves the verbs kinds out.
   LocalStack(const std::string& self_exe, const std::string& log_dir, agent::TargetGuard guard = {},
              const injectors::RegistryOptions& registry_options = {},
              std::function<std::vector<std::string>()> netdev_namespaces = {},
-             const std::string& version = "");
+             const std::string& version = "", const std::string& verbs_dir = "");
   LocalStack(const LocalStack&) = delete;
   LocalStack& operator=(const LocalStack&) = delete;
 
@@ -110,6 +126,10 @@ struct LocalStack {
   std::unique_ptr<sys::DaemonControl> daemons;
   std::unique_ptr<sys::CommandRunner> commands;
   std::unique_ptr<sys::IbPortCommand> ib_ports;  // this program's `ib-port`, through `commands`
+  std::unique_ptr<sys::VerbsShimChannel> verbs_shims;  // null without a verbs_dir
+  // The rdma_* device kinds' RDMA netlink and the IP configuration of their netdevs.
+  std::unique_ptr<sys::RdmaDeviceControl> rdma_control;
+  std::unique_ptr<sys::IpConfig> ip_config;
   std::unique_ptr<injectors::Registry> registry;
   std::unique_ptr<sys::ProcessLauncher> launcher;
   std::unique_ptr<sys::RdmaDevices> rdma;

@@ -360,7 +360,7 @@ int serveMain(int argc, char** argv) {
       makeServeTargetGuard(
           catalog, {http_options.address, *extra_allowed, flags.has("allow-management-interface")}),
       *registry_options, [&catalog] { return fabricNamespaces(catalog.list()); },
-      FABRIC_CHAOS_VERSION);
+      FABRIC_CHAOS_VERSION, prepareVerbsShimDir(state_dir));
   agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.

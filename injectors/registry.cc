@@ -8,10 +8,12 @@
 #include "injectors/pfc/pfc_config.h"
 #include "injectors/pfc/pfc_storm.h"
 #include "injectors/pfc/pfc_watchdog.h"
+#include "injectors/rdma/rdma_device_fault.h"
 #include "injectors/sys/nftables.h"
 #include "injectors/sys/qdisc.h"
 #include "injectors/traffic/hot_spot.h"
 #include "injectors/traffic/incast.h"
+#include "injectors/verbs/verbs_shim_fault.h"
 
 namespace fabric_chaos::injectors {
 
@@ -116,6 +118,22 @@ std::unique_ptr<Registry> makeRegistry(const SysAdapters& adapters,
     for (IbPortFaultKind kind :
          {IbPortFaultKind::kLinkDown, IbPortFaultKind::kLinkFlap, IbPortFaultKind::kMadLoss}) {
       registry->add(std::make_unique<IbPortFault>(kind, adapters.daemons, adapters.ib_ports));
+    }
+  }
+  if (adapters.verbs_shims != nullptr) {
+    // One keeper for the five kinds: one thread renews every armed program, and a program held
+    // by one kind is known to the others.
+    auto leases = std::make_shared<ShimLeaseKeeper>(
+        *adapters.verbs_shims, std::chrono::milliseconds(VerbsShimFault::kLeaseMs / 3));
+    for (VerbsFaultKind kind : kVerbsFaultKinds) {
+      registry->add(std::make_unique<VerbsShimFault>(kind, adapters.verbs_shims, leases));
+    }
+  }
+  if (adapters.rdma_devices != nullptr && adapters.links != nullptr &&
+      adapters.ip_config != nullptr) {
+    for (RdmaDeviceFaultKind kind : kRdmaDeviceFaultKinds) {
+      registry->add(std::make_unique<RdmaDeviceFault>(kind, adapters.rdma_devices, adapters.links,
+                                                      adapters.ip_config));
     }
   }
   return registry;

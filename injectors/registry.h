@@ -19,10 +19,13 @@ class Dcb;
 class Emitters;
 class Forwarding;
 class IbPortCommand;
+class IpConfig;
 class LinkControl;
 class Nftables;
 class PfcSwitchControl;
 class Qdiscs;
+class RdmaDeviceControl;
+class VerbsShimChannel;
 }  // namespace fabric_chaos::sys
 
 namespace fabric_chaos::injectors {
@@ -51,6 +54,13 @@ struct SysAdapters {
   sys::DaemonControl* daemons = nullptr;
   // Real subnets' switch ports (ib_link_down, ib_link_flap); null leaves them to the IB lab.
   sys::IbPortCommand* ib_ports = nullptr;
+  // The control sockets of this host's shim-loaded RDMA programs (the verbs_* kinds); null leaves
+  // those kinds out.
+  sys::VerbsShimChannel* verbs_shims = nullptr;
+  // This host's RDMA devices, and the IP configuration of their netdevs (the rdma_* device kinds,
+  // which also need `links`); null leaves those kinds out.
+  sys::RdmaDeviceControl* rdma_devices = nullptr;
+  sys::IpConfig* ip_config = nullptr;
 };
 
 struct RegistryOptions {

@@ -13,6 +13,8 @@
 #include "injectors/model/pfc_config_spec.h"
 #include "injectors/model/pfc_storm_spec.h"
 #include "injectors/model/pfc_watchdog_spec.h"
+#include "injectors/model/rdma_device_specs.h"
+#include "injectors/model/verbs_fault_specs.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -105,6 +107,10 @@ const std::vector<const KindSpec*>& kindSpecs() {
                                      &ibMadLossSpec(), &incastSpec(),      &linkFlapSpec(),
                                      &netemKindSpec(), &packetLossSpec(),  &pfcConfigSpec(),
                                      &pfcStormSpec(),  &pfcWatchdogSpec(), &smFailoverSpec()};
+    for (VerbsFaultKind kind : kVerbsFaultKinds) all.push_back(&verbsFaultSpec(kind));
+    for (RdmaDeviceFaultKind kind : kRdmaDeviceFaultKinds) {
+      all.push_back(&rdmaDeviceFaultSpec(kind));
+    }
     std::sort(all.begin(), all.end(),
               [](const KindSpec* a, const KindSpec* b) { return a->kind < b->kind; });
     return all;

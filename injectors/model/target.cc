@@ -20,6 +20,8 @@ constexpr int64_t kMaxGidIndex = 65535;
 constexpr size_t kMaxGuidDigits = 16;
 // A switch has at most 254 external ports (IBA: port numbers are 8 bits, 255 is reserved).
 constexpr int64_t kMaxIbPort = 254;
+// What every process target holds (lockKeys).
+constexpr const char* kEveryProcessKey = "process/*";
 
 struct TypeName {
   TargetType type;
@@ -178,15 +180,24 @@ core::Result<Target> ibPortFromJson(const json& doc, const std::string& path) {
 }
 
 core::Result<Target> processFromJson(const json& doc, const std::string& path) {
-  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "pid", "rank"}));
-  if (doc.contains("pid") == doc.contains("rank")) {
-    return malformed(path, "set exactly one of pid, rank");
+  FC_RETURN_IF_ERROR(onlyFields(doc, path, {"type", "pid", "rank", "name"}));
+  if (doc.contains("pid") + doc.contains("rank") + doc.contains("name") > 1) {
+    return malformed(path, "set at most one of pid, rank, name (none: every process)");
   }
   ProcessTarget target;
   std::optional<int64_t> rank;
   FC_RETURN_IF_ERROR(readInt(doc, path, "pid", 1, kMaxPid, target.pid));
   FC_RETURN_IF_ERROR(readInt(doc, path, "rank", 0, INT_MAX, rank));
   if (rank) target.rank = static_cast<int>(*rank);
+  if (doc.contains("name")) {
+    FC_RETURN_IF_ERROR(readString(doc, path, "name", true, target.name));
+    // Longer names never match: the kernel keeps the first 15 characters of a program's name.
+    if (target.name.size() > kMaxProcessNameLength || target.name.find('\n') != std::string::npos) {
+      return malformed(path + ".name", "must be a process name as /proc/PID/comm shows it (1 to " +
+                                           std::to_string(kMaxProcessNameLength) +
+                                           " characters, no newline)");
+    }
+  }
   return Target(std::move(target));
 }
 
@@ -342,7 +353,10 @@ json toJson(const Target& target) {
             return doc;
           },
           [](const ProcessTarget& t) {
-            return t.pid ? json{{"pid", *t.pid}} : json{{"rank", t.rank.value_or(0)}};
+            if (t.pid) return json{{"pid", *t.pid}};
+            if (t.rank) return json{{"rank", *t.rank}};
+            if (!t.name.empty()) return json{{"name", t.name}};
+            return json::object();
           },
           [](const TrafficSetTarget& t) {
             json sources = json::array();
@@ -424,8 +438,10 @@ std::string describe(const Target& target) {
                           return "IB port " + t.node + "[" + std::to_string(t.port) + "]";
                         },
                         [](const ProcessTarget& t) {
-                          return t.pid ? "process " + std::to_string(*t.pid)
-                                       : "workload rank " + std::to_string(t.rank.value_or(0));
+                          if (t.pid) return "process " + std::to_string(*t.pid);
+                          if (t.rank) return "workload rank " + std::to_string(*t.rank);
+                          if (!t.name.empty()) return "processes named " + t.name;
+                          return std::string("every shim-loaded process");
                         },
                         [](const TrafficSetTarget& t) {
                           if (t.part == TrafficPart::kSink) {
@@ -463,9 +479,19 @@ std::vector<std::string> lockKeys(const Target& target) {
                                             std::to_string(t.port)};
           },
           [](const ProcessTarget& t) {
-            return std::vector<std::string>{t.pid ? "process/pid/" + std::to_string(*t.pid)
-                                                  : "process/rank/" +
-                                                        std::to_string(t.rank.value_or(0))};
+            // Keys are compared for equality, not as patterns, so an every-process target can
+            // only collide with the others if they all hold one key in common: "process/*".
+            // That also serialises a pid target with a rank or name target, which is right:
+            // before capture nobody knows whether rank 3 is pid 1234 or is named ib_write_bw,
+            // and a verbs shim holds one set of armed faults per process, which each arm
+            // replaces and each revert disarms. The cost: two process faults on one host never
+            // overlap, not even on two ranks.
+            std::vector<std::string> keys;
+            if (t.pid) keys.push_back("process/pid/" + std::to_string(*t.pid));
+            if (t.rank) keys.push_back("process/rank/" + std::to_string(*t.rank));
+            if (!t.name.empty()) keys.push_back("process/name/" + t.name);
+            keys.push_back(kEveryProcessKey);
+            return keys;
           },
           [](const TrafficSetTarget& t) {
             // An interface that is both a source and a sink is held once.
@@ -506,6 +532,10 @@ std::vector<InterfaceTarget> localEndpoints(const TrafficSetTarget& set) {
   std::vector<InterfaceTarget> out = set.sources;
   out.insert(out.end(), set.sinks.begin(), set.sinks.end());
   return out;
+}
+
+bool isEveryProcess(const ProcessTarget& target) {
+  return !target.pid && !target.rank && target.name.empty();
 }
 
 const InterfaceTarget* interfaceOf(const Target& target) {

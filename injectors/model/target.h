@@ -51,12 +51,22 @@ struct IbPortTarget {
   bool operator==(const IbPortTarget&) const = default;
 };
 
-// One process, named by exactly one of its pid or its workload rank.
+// The processes of the acting agent's host a fault acts on, named by at most one of: its pid,
+// its workload rank, or its name (/proc/PID/comm, at most 15 characters: "ib_write_bw"; every
+// process so named). None of them: every process the kind can act on there (the verbs kinds:
+// every shim-loaded process the agent sees).
 struct ProcessTarget {
   std::optional<int64_t> pid;
   std::optional<int> rank;
+  std::string name = {};
   bool operator==(const ProcessTarget&) const = default;
 };
+
+// Linux's TASK_COMM_LEN less its terminating NUL: the longest name /proc/PID/comm shows.
+inline constexpr size_t kMaxProcessNameLength = 15;
+
+// Whether the target names no process in particular (every process).
+bool isEveryProcess(const ProcessTarget& target);
 
 // Where ECMP must send a source's flows: at the switch in `netns` (the source's leaf), flows
 // arriving on `ingress` (the leaf's interface towards its hosts) must leave by `egress` (the
@@ -114,8 +124,9 @@ std::optional<TargetType> parseTargetType(std::string_view name);
 // {"type": "interface", "netns": .., "ifname": ..}, {"type": "rdma_port", "device": ..,
 // "port": .., "gid_index": ..}, {"type": "subnet_manager", "port_guid"|"node": .., "netns"?},
 // {"type": "ib_port", "node", "port", "netns"?},
-// {"type": "process", "pid"|"rank": ..}, {"type": "traffic_set", "sources": [..], "sinks": [..],
-// "paths"?: [{"port": {..}, "steers": [{"netns", "ingress", "egress"}]}]} (endpoints as
+// {"type": "process", "pid"|"rank"|"name": ..} (none: every process), {"type": "traffic_set",
+// "sources": [..], "sinks": [..], "paths"?: [{"port": {..}, "steers": [{"netns", "ingress",
+// "egress"}]}]} (endpoints as
 // {"netns", "ifname"}; paths only when there are some, each with one steer per source; "part"
 // ("sink" | "sources") and "sink_address" only on a part).
 nlohmann::json toJson(const Target& target);
@@ -126,15 +137,18 @@ core::Result<Target> targetFromJson(const nlohmann::json& doc, const std::string
 
 // For messages: "fcl-sw0/p1", "eth0", "RDMA port rxe0:1 (gid 0)", "subnet manager 0x..",
 // "IB port l0[3]",
-// "process 1234", "workload rank 3", "traffic from h0/eth0 to h1/eth0, h2/eth0" (with paths:
+// "process 1234", "workload rank 3", "processes named ib_write_bw", "every shim-loaded
+// process", "traffic from h0/eth0 to h1/eth0, h2/eth0" (with paths:
 // "... via fcl-l0/up1" or "... via fcl-l0/up0 or fcl-l0/up1"; parts: "traffic sink eth0" and
 // "traffic from eth0 to 10.201.0.2 (eth0)").
 std::string describe(const Target& target);
 
 // What the target occupies, for target locks and composition: "if/<netns>/<ifname>",
 // "rdma/<device>/<port>", "sm/guid/<guid>" or "sm/node/<node>" (with "/<netns>" when set),
-// "ib/<netns>/<node>/<port>", "process/pid/<pid>" or
-// "process/rank/<rank>"; a traffic set occupies each of its local endpoints (listed once).
+// "ib/<netns>/<node>/<port>", "process/pid/<pid>", "process/rank/<rank>" or
+// "process/name/<name>", each followed by "process/*", which is every process target's and the
+// only key of an every-process target (target.cc says why); a traffic set occupies each of its
+// local endpoints (listed once).
 std::vector<std::string> lockKeys(const Target& target);
 
 // The interface, when the target is one; nullptr otherwise.

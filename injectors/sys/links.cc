@@ -36,6 +36,7 @@ LinkInfo describeLink(rtnl_link* l) {
   info.admin_up = (flags & IFF_UP) != 0;
   info.carrier = (flags & IFF_LOWER_UP) != 0;
   info.tx_bytes = rtnl_link_get_stat(l, RTNL_LINK_TX_BYTES);
+  info.mtu = rtnl_link_get_mtu(l);
   char buf[64];
   info.operstate = rtnl_link_operstate2str(rtnl_link_get_operstate(l), buf, sizeof(buf));
   // A device without a link-layer address (tun, ip6tnl...) has none, not "none".
@@ -158,6 +159,34 @@ class NetlinkLinkControl : public LinkControl {
           return nlStatusWithMessage(err, noSuchDevice(netns, ifname));
         }
         return nlStatus(err, std::string("cannot set ") + ifname + (up ? " up" : " down"));
+      }
+      return core::Status::ok();
+    });
+  }
+
+  // One RTM_NEWLINK that names the device and carries IFLA_MTU, like setAdminUp.
+  core::Status setMtu(const std::string& netns, const std::string& ifname, uint32_t mtu) override {
+    if (!isValidIfname(ifname)) return invalidIfname(ifname);
+    return RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
+      nl_msg* msg = nlmsg_alloc_simple(RTM_NEWLINK, 0);
+      if (msg == nullptr) {
+        return core::Status(core::StatusCode::kInternal, "cannot allocate a link change");
+      }
+      ifinfomsg change{};
+      change.ifi_family = AF_UNSPEC;
+      change.ifi_index = 0;  // by IFLA_IFNAME
+      if (nlmsg_append(msg, &change, sizeof(change), NLMSG_ALIGNTO) < 0 ||
+          nla_put_string(msg, IFLA_IFNAME, ifname.c_str()) < 0 ||
+          nla_put_u32(msg, IFLA_MTU, mtu) < 0) {
+        nlmsg_free(msg);
+        return core::Status(core::StatusCode::kInternal, "cannot build a link change");
+      }
+      const int err = nl_send_sync(sock, msg);  // sends, waits for the ack, frees msg
+      if (err < 0) {
+        if (nlStatusCode(err) == core::StatusCode::kNotFound) {
+          return nlStatusWithMessage(err, noSuchDevice(netns, ifname));
+        }
+        return nlStatus(err, "cannot set the MTU of " + ifname + " to " + std::to_string(mtu));
       }
       return core::Status::ok();
     });

@@ -20,6 +20,7 @@ struct LinkInfo {
   std::string operstate;  // "up", "down", "lowerlayerdown", ...
   std::string mac = {};   // "02:00:00:00:00:01"; "" for a device without a link-layer address
   uint64_t tx_bytes = 0;  // sent since the device was created (what `ip -s link` shows)
+  uint32_t mtu = 0;       // bytes (IFLA_MTU)
 };
 
 class LinkControl {
@@ -30,6 +31,10 @@ class LinkControl {
   // host. A namespace that does not exist is kNotFound.
   virtual core::Result<std::vector<LinkInfo>> listLinks(const std::string& netns) = 0;
   virtual core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) = 0;
+  // The netdev's MTU in bytes; the kernel refuses one outside the device's range
+  // (kInvalidArgument).
+  virtual core::Status setMtu(const std::string& netns, const std::string& ifname,
+                              uint32_t mtu) = 0;
   // The IPv4 addresses on ifname, without prefix length ("10.200.0.3"), in the kernel's order:
   // where a traffic fault's sink listens. A missing device is kNotFound.
   virtual core::Result<std::vector<std::string>> ipv4Addresses(const std::string& netns,

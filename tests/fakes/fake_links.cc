@@ -81,6 +81,16 @@ core::Status FakeLinks::setAdminUp(const std::string& netns, const std::string& 
   return core::Status::ok();
 }
 
+core::Status FakeLinks::setMtu(const std::string& netns, const std::string& ifname, uint32_t mtu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back("setMtu " + netns + "/" + ifname + " " + std::to_string(mtu));
+  if (auto failure = schedule_.next()) return *failure;
+  auto it = links_.find({netns, ifname});
+  if (it == links_.end()) return noSuchDevice(netns, ifname);
+  it->second.mtu = mtu;
+  return core::Status::ok();
+}
+
 void FakeLinks::setIpv4(const std::string& netns, const std::string& ifname,
                         std::vector<std::string> addresses) {
   std::lock_guard<std::mutex> lock(mu_);

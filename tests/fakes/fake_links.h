@@ -1,6 +1,6 @@
 #pragma once
 // In-memory sys::LinkControl: links keyed by (netns, ifname), every call logged. Mutating calls
-// (setAdminUp) are counted for failOnCall(). Thread-safe.
+// (setAdminUp, setMtu) are counted for failOnCall(). Thread-safe.
 
 #include <map>
 #include <mutex>
@@ -34,6 +34,8 @@ class FakeLinks : public sys::LinkControl {
 
   core::Result<sys::LinkInfo> getLink(const std::string& netns, const std::string& ifname) override;
   core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) override;
+  // Counted for failOnCall() like setAdminUp; logged as "setMtu ns/if 9000".
+  core::Status setMtu(const std::string& netns, const std::string& ifname, uint32_t mtu) override;
   // Every link added in netns, sorted by name; an unknown namespace is an empty list.
   core::Result<std::vector<sys::LinkInfo>> listLinks(const std::string& netns) override;
   core::Result<std::vector<std::string>> ipv4Addresses(const std::string& netns,

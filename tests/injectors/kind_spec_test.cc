@@ -20,6 +20,7 @@
 #include "injectors/pfc/pfc_watchdog.h"
 #include "injectors/traffic/hot_spot.h"
 #include "injectors/traffic/incast.h"
+#include "injectors/verbs/verbs_shim_fault.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -137,7 +138,7 @@ TEST(KindSpecTest, CapabilitiesJsonCarriesTheWholeDeclaration) {
 // passes its own check, and the kinds are sorted and unique.
 TEST(KindSpecTest, EveryDeclarationIsConsistent) {
   const auto& specs = kindSpecs();
-  ASSERT_EQ(specs.size(), 12u);
+  ASSERT_EQ(specs.size(), 21u);
   for (size_t i = 1; i < specs.size(); ++i) EXPECT_LT(specs[i - 1]->kind, specs[i]->kind);
   for (const KindSpec* declared : specs) {
     const KindSpec& spec = *declared;
@@ -171,8 +172,12 @@ TEST(KindSpecTest, InjectorsServeTheirDeclaration) {
   HotSpot hot_spot(nullptr, nullptr, nullptr, "");
   PfcConfig pfc_config(nullptr, nullptr);
   PfcWatchdog pfc_watchdog(nullptr);
-  for (const Injector* injector : std::vector<const Injector*>{
-           &flap, &netem, &loss, &incast, &hot_spot, &pfc_config, &pfc_watchdog}) {
+  VerbsShimFault cqe_error(VerbsFaultKind::kCqeError, nullptr, nullptr);
+  VerbsShimFault post_fail(VerbsFaultKind::kPostFail, nullptr, nullptr);
+  VerbsShimFault reg_mr_fail(VerbsFaultKind::kRegMrFail, nullptr, nullptr);
+  for (const Injector* injector :
+       std::vector<const Injector*>{&flap, &netem, &loss, &incast, &hot_spot, &pfc_config,
+                                    &pfc_watchdog, &cqe_error, &post_fail, &reg_mr_fail}) {
     const KindSpec* declared = findKindSpec(injector->info().kind);
     ASSERT_NE(declared, nullptr) << injector->info().kind;
     EXPECT_EQ(&injector->spec(), declared);
@@ -184,6 +189,8 @@ TEST(KindSpecTest, InjectorsServeTheirDeclaration) {
   EXPECT_EQ(loss.validate({{"percent", 0}}).message(), "percent: must be a number in (0, 100]");
   EXPECT_EQ(netem.validate({{"limit_packets", 0}}).message(),
             "limit_packets: must be an integer in 1..2147483647");
+  EXPECT_EQ(reg_mr_fail.validate({{"errno", "EPERM"}}).message(),
+            "errno: must be one of ENOMEM, EAGAIN, EINVAL, EFAULT");
 }
 
 fs::path docsPath() {

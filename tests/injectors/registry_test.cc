@@ -6,6 +6,7 @@
 #include "tests/fakes/fake_links.h"
 #include "tests/fakes/fake_nftables.h"
 #include "tests/fakes/fake_qdiscs.h"
+#include "tests/fakes/fake_verbs_shim_channel.h"
 
 namespace fabric_chaos::injectors {
 namespace {
@@ -129,6 +130,30 @@ TEST_F(RegistryTest, MissingAdaptersDoNotCrash) {
   KindInfo loss = infoOf(*registry, "packet_loss");
   EXPECT_FALSE(loss.available);
   EXPECT_NE(loss.reason.find("no nftables adapter"), std::string::npos);
+}
+
+// The five verbs kinds come with a verbs shim channel, and share one lease keeper: a program
+// armed by one kind is known to the others.
+TEST_F(RegistryTest, TheVerbsKindsComeWithAVerbsShimChannel) {
+  EXPECT_EQ(make()->find("verbs_cqe_error"), nullptr);
+  fakes::FakeVerbsShimChannel shims("/run/fabric-chaos-agent/verbs");
+  shims.addProcess({4100, "python", 0, {"mlx5_0"}});
+  SysAdapters adapters{&links_, &nft_, &qdiscs_};
+  adapters.verbs_shims = &shims;
+  auto registry = makeRegistry(adapters);
+  for (const std::string kind : {"verbs_completion_delay", "verbs_cqe_error", "verbs_post_fail",
+                                 "verbs_qp_error", "verbs_reg_mr_fail"}) {
+    const KindInfo info = infoOf(*registry, kind);
+    EXPECT_TRUE(info.available) << kind;
+    EXPECT_EQ(info.backend,
+              "verbs shim (LD_PRELOAD, control socket /run/fabric-chaos-agent/verbs)");
+  }
+  const Fault cqe{"verbs_cqe_error", ProcessTarget{std::nullopt, 0}, json::object()};
+  ASSERT_TRUE(registry->find("verbs_cqe_error")->apply(cqe).isOk());
+  const Fault delay{"verbs_completion_delay", ProcessTarget{4100, std::nullopt}, json::object()};
+  EXPECT_EQ(registry->find("verbs_completion_delay")->apply(delay).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(registry->find("verbs_cqe_error")->revert(cqe, json{{"pids", {4100}}}).isOk());
 }
 
 TEST(RegistryAdd, ReplacesAKindAndKeepsOrder) {

@@ -89,12 +89,22 @@ TEST(TargetCodec, EveryAlternativeRoundTrips) {
        TargetType::kProcess,
        {{"type", "process"}, {"pid", 4242}},
        "process 4242",
-       {"process/pid/4242"}},
+       {"process/pid/4242", "process/*"}},
       {ProcessTarget{std::nullopt, 3},
        TargetType::kProcess,
        {{"type", "process"}, {"rank", 3}},
        "workload rank 3",
-       {"process/rank/3"}},
+       {"process/rank/3", "process/*"}},
+      {ProcessTarget{std::nullopt, std::nullopt, "ib_write_bw"},
+       TargetType::kProcess,
+       {{"type", "process"}, {"name", "ib_write_bw"}},
+       "processes named ib_write_bw",
+       {"process/name/ib_write_bw", "process/*"}},
+      {ProcessTarget{},
+       TargetType::kProcess,
+       {{"type", "process"}},
+       "every shim-loaded process",
+       {"process/*"}},
       {incast(),
        TargetType::kTrafficSet,
        {{"type", "traffic_set"},
@@ -215,8 +225,16 @@ TEST(TargetCodec, RejectsMalformedNamingTheField) {
        "target.node: must not contain quotes, brackets or newlines"},
       {json{{"type", "ib_port"}, {"node", "l0"}, {"port", 1}, {"lid", 3}},
        "target.lid: unknown field"},
-      {json{{"type", "process"}}, "target: set exactly one of pid, rank"},
-      {json{{"type", "process"}, {"pid", 1}, {"rank", 0}}, "target: set exactly one of pid, rank"},
+      {json{{"type", "process"}, {"pid", 1}, {"rank", 0}},
+       "target: set at most one of pid, rank, name (none: every process)"},
+      {json{{"type", "process"}, {"rank", 0}, {"name", "python"}},
+       "target: set at most one of pid, rank, name (none: every process)"},
+      {json{{"type", "process"}, {"name", ""}}, "target.name: must be a non-empty string"},
+      {json{{"type", "process"}, {"name", 7}}, "target.name: must be a non-empty string"},
+      {json{{"type", "process"}, {"name", "a_sixteen_chars_"}},
+       "target.name: must be a process name as /proc/PID/comm shows it (1 to 15 characters, no "
+       "newline)"},
+      {json{{"type", "process"}, {"comm", "python"}}, "target.comm: unknown field"},
       {json{{"type", "process"}, {"pid", 0}}, "target.pid: must be an integer in 1..4194304"},
       {json{{"type", "process"}, {"rank", -1}}, "target.rank: must be an integer in 0..2147483647"},
       {json{{"type", "traffic_set"}, {"sinks", {{{"ifname", "b"}}}}}, "target.sources: required"},
@@ -296,6 +314,33 @@ TEST(TargetLockKeys, OneSubnetManagerPortHasOneKeyHoweverItsGuidIsWritten) {
             lockKeys(SubnetManagerTarget{"0x00000000000002c9", ""}));
   // An RDMA port's GID index selects an address, not another port.
   EXPECT_EQ(lockKeys(RdmaPortTarget{"rxe0", 1, 0}), lockKeys(RdmaPortTarget{"rxe0", 1, 5}));
+}
+
+// Keys are compared for equality: every process target shares "process/*", so a fault on every
+// process collides with one on any process of the same host, and so do a pid and a rank target,
+// which may name one process.
+TEST(TargetLockKeys, EveryProcessTargetCollidesWithEveryOtherProcessTarget) {
+  const std::vector<Target> targets = {ProcessTarget{}, ProcessTarget{1234, std::nullopt},
+                                       ProcessTarget{std::nullopt, 3},
+                                       ProcessTarget{std::nullopt, std::nullopt, "python"}};
+  for (const Target& a : targets) {
+    for (const Target& b : targets) {
+      const std::vector<std::string> keys_a = lockKeys(a);
+      const std::vector<std::string> keys_b = lockKeys(b);
+      EXPECT_TRUE(std::any_of(keys_a.begin(), keys_a.end(),
+                              [&](const std::string& key) {
+                                return std::find(keys_b.begin(), keys_b.end(), key) != keys_b.end();
+                              }))
+          << describe(a) << " and " << describe(b);
+    }
+  }
+  EXPECT_TRUE(isEveryProcess(ProcessTarget{}));
+  EXPECT_FALSE(isEveryProcess(ProcessTarget{std::nullopt, std::nullopt, "python"}));
+  EXPECT_FALSE(isEveryProcess(ProcessTarget{std::nullopt, 0}));
+  // An interface is no process.
+  const std::vector<std::string> interface_keys = lockKeys(InterfaceTarget{"", "eth0"});
+  EXPECT_EQ(std::find(interface_keys.begin(), interface_keys.end(), "process/*"),
+            interface_keys.end());
 }
 
 TEST(RequireInterface, NamesTheKindAndTheTargetType) {
