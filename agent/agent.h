@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "injectors/injector.h"
 #include "injectors/sys/rdma_devices.h"
+#include "injectors/sys/verbs_shim_channel.h"
 
 namespace fabric_chaos::agent {
 
@@ -40,6 +41,9 @@ struct RankSpec {
   std::string ib_node = {};
   std::string ib_preload = {};
   std::string ib_dir = {};
+  // Load the verbs fault library (docs/verbs-faults.md) in the rank, so that the verbs_* kinds
+  // can arm it: the scenario has such a step. The rank's agent knows where the library is.
+  bool verbs_shim = false;
 };
 
 // Receives what the ranks report. Called from the agent's reader threads.
@@ -86,6 +90,9 @@ struct AgentInfo {
   std::vector<injectors::KindInfo> kinds;  // with availability and backend on that host
   std::vector<AgentNetdev> netdevs;
   std::vector<sys::RdmaDevice> rdma_devices;
+  // The programs on the host that loaded the verbs fault library and answer on its control
+  // channel (docs/verbs-faults.md): what the verbs_* kinds can act on there.
+  std::vector<sys::ShimProcess> verbs_shims;
   AgentClockSample clock;
 };
 

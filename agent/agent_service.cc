@@ -305,6 +305,12 @@ Status checkTargetAllowed(const injectors::Target& target, const std::vector<std
     return Status::ok();
   }
   const injectors::TargetType type = injectors::typeOf(target);
+  if (type == injectors::TargetType::kProcess) {
+    // The verbs kinds act only on programs that loaded the verbs fault library and opened its
+    // control socket in this agent's own directory (mode 0700): that is the program's consent,
+    // and they touch nothing else of the host.
+    return Status::ok();
+  }
   if (type == injectors::TargetType::kIbPort || type == injectors::TargetType::kSubnetManager) {
     // Listed by their lock key ("ib/<netns>/<node>/<port>", "sm/node/<node>/<netns>"): the
     // serve allowlist derives them from the IB fabrics it knows.

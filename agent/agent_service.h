@@ -67,8 +67,10 @@ bool constantTimeEquals(std::string_view a, std::string_view b);
 // serve, whose list comes from the registered fabrics), else only a listed "ifname" (agent's own
 // namespace) or "netns/ifname". kPermissionDenied says which rule refused and ends with `remedy`.
 // The list names interfaces: a traffic set is allowed when each of its endpoints is. IB ports and
-// subnet managers are listed by their lock key (injectors/model/target.h lockKeys); every other
-// target type (RDMA port, process) is refused, naming the type.
+// subnet managers are listed by their lock key (injectors/model/target.h lockKeys). Processes are
+// always allowed: the verbs kinds act only on programs that loaded the verbs fault library into
+// this agent's own socket directory. Every other target type (RDMA port) is refused, naming the
+// type.
 core::Status checkTargetAllowed(
     const injectors::Target& target, const std::vector<std::string>& allowed,
     const std::vector<std::string>& management, bool empty_allows_any = true,

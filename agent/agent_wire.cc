@@ -58,15 +58,16 @@ json rankSpecToJson(const RankSpec& spec) {
               {"dscp", spec.dscp},
               {"ib_node", spec.ib_node},
               {"ib_preload", spec.ib_preload},
-              {"ib_dir", spec.ib_dir}};
+              {"ib_dir", spec.ib_dir},
+              {"verbs_shim", spec.verbs_shim}};
 }
 
 core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   if (!doc.is_object()) return invalid("rank", "must be an object");
-  FC_RETURN_IF_ERROR(
-      onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr", "next_port",
-                       "message_bytes", "compute_ms", "peer_timeout_ms", "reconnect_budget_ms",
-                       "max_duration_ms", "transport", "dscp", "ib_node", "ib_preload", "ib_dir"}));
+  FC_RETURN_IF_ERROR(onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr",
+                                      "next_port", "message_bytes", "compute_ms", "peer_timeout_ms",
+                                      "reconnect_budget_ms", "max_duration_ms", "transport", "dscp",
+                                      "ib_node", "ib_preload", "ib_dir", "verbs_shim"}));
   RankSpec spec;
   auto str = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);
@@ -99,6 +100,10 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   FC_RETURN_IF_ERROR(str("ib_node", spec.ib_node));
   FC_RETURN_IF_ERROR(str("ib_preload", spec.ib_preload));
   FC_RETURN_IF_ERROR(str("ib_dir", spec.ib_dir));
+  if (auto it = doc.find("verbs_shim"); it != doc.end()) {
+    if (!it->is_boolean()) return invalid("verbs_shim", "must be a boolean");
+    spec.verbs_shim = it->get<bool>();
+  }
   if (spec.transport != "tcp" && spec.transport != "verbs" && spec.transport != "ib_probe") {
     return invalid("transport", "must be \"tcp\", \"verbs\" or \"ib_probe\"");
   }
@@ -129,6 +134,24 @@ injectors::KindInfo kindInfoFromJson(const json& doc) {
   return info;
 }
 
+json shimProcessToJson(const sys::ShimProcess& shim) {
+  return json{{"pid", shim.pid},
+              {"comm", shim.comm},
+              {"rank", shim.rank ? json(*shim.rank) : json(nullptr)},
+              {"devices", shim.devices},
+              {"armed", shim.armed}};
+}
+
+sys::ShimProcess shimProcessFromJson(const json& doc) {
+  sys::ShimProcess shim;
+  shim.pid = doc.value("pid", 0);
+  shim.comm = doc.value("comm", "");
+  if (doc.contains("rank") && doc["rank"].is_number_integer()) shim.rank = doc["rank"].get<int>();
+  shim.devices = doc.value("devices", std::vector<std::string>{});
+  shim.armed = doc.value("armed", json::array());
+  return shim;
+}
+
 json agentInfoToJson(const AgentInfo& info) {
   json kinds = json::array();
   for (const auto& kind : info.kinds) kinds.push_back(kindInfoToJson(kind));
@@ -146,12 +169,15 @@ json agentInfoToJson(const AgentInfo& info) {
     }
     rdma.push_back({{"name", dev.name}, {"ports", ports}});
   }
+  json shims = json::array();
+  for (const auto& shim : info.verbs_shims) shims.push_back(shimProcessToJson(shim));
   return json{
       {"version", info.version},
       {"hostname", info.hostname},
       {"kinds", kinds},
       {"netdevs", netdevs},
       {"rdma_devices", rdma},
+      {"verbs_shims", shims},
       {"clock", {{"steady_ns", info.clock.steady_ns}, {"realtime_ns", info.clock.realtime_ns}}}};
 }
 
@@ -177,6 +203,9 @@ core::Result<AgentInfo> agentInfoFromJson(const json& doc) {
             {port.value("port", 1), port.value("state", ""), port.value("gid_table_size", 0)});
       }
       info.rdma_devices.push_back(std::move(device));
+    }
+    for (const auto& shim : doc.value("verbs_shims", json::array())) {
+      info.verbs_shims.push_back(shimProcessFromJson(shim));
     }
     const json clock = doc.value("clock", json::object());
     info.clock.steady_ns = clock.value("steady_ns", int64_t{0});

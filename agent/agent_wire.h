@@ -32,6 +32,10 @@ nlohmann::json kindInfoToJson(const injectors::KindInfo& info);
 injectors::KindInfo kindInfoFromJson(const nlohmann::json& doc);
 // GET /agent/v1/describe's body. The decoder ignores unknown fields (a newer agent may report
 // more) but refuses a known field of the wrong type (kInvalidArgument).
+// One shim-loaded program as info's "verbs_shims" carry it: {"pid", "comm", "rank" (null when
+// unknown), "devices", "armed"} (the socket path stays on the agent's host).
+nlohmann::json shimProcessToJson(const sys::ShimProcess& shim);
+sys::ShimProcess shimProcessFromJson(const nlohmann::json& doc);
 nlohmann::json agentInfoToJson(const AgentInfo& info);
 core::Result<AgentInfo> agentInfoFromJson(const nlohmann::json& doc);
 // GET /agent/v1/rdma/counters' body: {"ports": [{"device", "port", "counters": {name: value}}]}.

@@ -180,6 +180,11 @@ core::Result<AgentInfo> LocalAgent::info() {
     }
   }
   if (options_.rdma != nullptr) out.rdma_devices = options_.rdma->list();
+  if (options_.verbs_shims != nullptr) {
+    // A directory that cannot be read lists nothing: info() is about the host, not about it.
+    auto shims = options_.verbs_shims->list();
+    if (shims.isOk()) out.verbs_shims = std::move(*shims);
+  }
   return out;
 }
 
@@ -253,7 +258,8 @@ core::Result<std::vector<sys::RdmaPortCounters>> LocalAgent::rdmaCounters() {
   return options_.rdma->hwCounters();
 }
 
-std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const RankSpec& spec) {
+std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const RankSpec& spec,
+                                              const VerbsShimLoad& shim) {
   if (spec.transport == "ib_probe") {
     std::vector<std::string> argv;
     if (!spec.ib_node.empty()) {
@@ -275,38 +281,54 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
     }
     return argv;
   }
-  return {self_exe,
-          "workload",
-          "--rank",
-          std::to_string(spec.rank),
-          "--world",
-          std::to_string(spec.world),
-          "--listen",
-          spec.listen_addr + ":" + std::to_string(spec.port),
-          "--next",
-          spec.next_addr + ":" + std::to_string(spec.next_port),
-          "--bytes",
-          std::to_string(spec.message_bytes),
-          "--compute-ms",
-          std::to_string(spec.compute_ms),
-          "--peer-timeout-ms",
-          std::to_string(spec.peer_timeout_ms),
-          "--reconnect-budget-ms",
-          std::to_string(spec.reconnect_budget_ms),
-          "--duration-s",
-          std::to_string((spec.max_duration_ms + 999) / 1000),
-          "--transport",
-          spec.transport,
-          "--dscp",
-          std::to_string(spec.dscp)};
+  std::vector<std::string> argv;
+  if (spec.verbs_shim) {
+    argv = {"/usr/bin/env", "LD_PRELOAD=" + shim.library, "FABRIC_CHAOS_VERBS_DIR=" + shim.dir,
+            "FABRIC_CHAOS_RANK=" + std::to_string(spec.rank)};
+  }
+  const std::vector<std::string> workload = {self_exe,
+                                             "workload",
+                                             "--rank",
+                                             std::to_string(spec.rank),
+                                             "--world",
+                                             std::to_string(spec.world),
+                                             "--listen",
+                                             spec.listen_addr + ":" + std::to_string(spec.port),
+                                             "--next",
+                                             spec.next_addr + ":" + std::to_string(spec.next_port),
+                                             "--bytes",
+                                             std::to_string(spec.message_bytes),
+                                             "--compute-ms",
+                                             std::to_string(spec.compute_ms),
+                                             "--peer-timeout-ms",
+                                             std::to_string(spec.peer_timeout_ms),
+                                             "--reconnect-budget-ms",
+                                             std::to_string(spec.reconnect_budget_ms),
+                                             "--duration-s",
+                                             std::to_string((spec.max_duration_ms + 999) / 1000),
+                                             "--transport",
+                                             spec.transport,
+                                             "--dscp",
+                                             std::to_string(spec.dscp)};
+  argv.insert(argv.end(), workload.begin(), workload.end());
+  return argv;
 }
 
 core::Result<std::unique_ptr<WorkloadHandle>> LocalAgent::startWorkload(
     const std::vector<RankSpec>& ranks, int64_t origin_ns, WorkloadListener* listener) {
+  for (const auto& spec : ranks) {
+    if (spec.verbs_shim && options_.verbs_shim_library.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "rank " + std::to_string(spec.rank) +
+                        " must load the verbs fault library (the scenario arms verbs faults), and "
+                        "this agent was not given one (agent --verbs-shim)");
+    }
+  }
   auto workload = std::make_unique<LocalWorkload>(origin_ns, listener);
+  const VerbsShimLoad shim{options_.verbs_shim_library, options_.verbs_shim_dir};
   for (const auto& spec : ranks) {
     sys::SpawnSpec spawn;
-    spawn.argv = rankArgv(options_.self_exe, spec);
+    spawn.argv = rankArgv(options_.self_exe, spec, shim);
     spawn.netns = spec.netns;
     spawn.capture_stdout = true;
     if (!options_.log_dir.empty()) {

@@ -42,6 +42,20 @@ struct LocalAgentOptions {
   // The namespaces whose links info() lists, "" being this process's own: serve adds the lab
   // namespaces it drives (re-read per call, as fabrics come and go). Unset: only "".
   std::function<std::vector<std::string>()> netdev_namespaces = {};
+  // The verbs fault library ranks load when their spec asks (RankSpec::verbs_shim), and the
+  // directory of its control sockets, where the verbs_* kinds find them. "" library: such ranks
+  // are refused.
+  std::string verbs_shim_library = {};
+  std::string verbs_shim_dir = {};
+  // The shim-loaded programs info() lists; null: none.
+  sys::VerbsShimChannel* verbs_shims = nullptr;
+};
+
+// How a rank loads the verbs fault library: LD_PRELOAD, its control directory, and its rank
+// (FABRIC_CHAOS_RANK, which the library reports so that a fault can name the rank).
+struct VerbsShimLoad {
+  std::string library;
+  std::string dir;
 };
 
 class LocalAgent : public Agent {
@@ -68,7 +82,8 @@ class LocalAgent : public Agent {
   core::Status checkTarget(const injectors::Target& target) const;
 
   // The argv that starts one rank (exposed for tests).
-  static std::vector<std::string> rankArgv(const std::string& self_exe, const RankSpec& spec);
+  static std::vector<std::string> rankArgv(const std::string& self_exe, const RankSpec& spec,
+                                           const VerbsShimLoad& shim = {});
 
  private:
   core::Result<injectors::Injector*> find(const std::string& kind);

@@ -130,14 +130,31 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
 }
 
 Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
-  FC_RETURN_IF_ERROR(
-      checkObject(obj, path, {"host", "link", "labels", "sm", "side", "sources", "sink"}));
+  FC_RETURN_IF_ERROR(checkObject(
+      obj, path, {"host", "link", "labels", "sm", "rank", "process", "side", "sources", "sink"}));
   const json* host = find(obj, "host");
   const json* link = find(obj, "link");
   const json* labels = find(obj, "labels");
   const json* sm = find(obj, "sm");
-  if ((host != nullptr) + (link != nullptr) + (labels != nullptr) + (sm != nullptr) != 1) {
-    return invalid(path, "exactly one of host, link, labels, sm");
+  const json* rank = find(obj, "rank");
+  if ((host != nullptr) + (link != nullptr) + (labels != nullptr) + (sm != nullptr) +
+          (rank != nullptr) !=
+      1) {
+    return invalid(path, "exactly one of host, link, labels, sm, rank");
+  }
+  if (rank != nullptr) {
+    if (!rank->is_number_integer() || rank->get<int64_t>() < 0 || rank->get<int64_t>() > 1 << 20) {
+      return invalid(child(path, "rank"), "must be a workload rank (an integer from 0)");
+    }
+    out.rank = rank->get<int>();
+  }
+  if (const json* process = find(obj, "process")) {
+    if (host == nullptr) return invalid(child(path, "process"), "names processes on a host");
+    FC_RETURN_IF_ERROR(readNonEmptyString(*process, child(path, "process"), out.process));
+    if (out.process.size() > 15) {
+      return invalid(child(path, "process"),
+                     "a process name is at most 15 characters (/proc/PID/comm)");
+    }
   }
   if (sm != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*sm, child(path, "sm"), out.sm));
   if (host != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*host, child(path, "host"), out.host));
@@ -308,6 +325,8 @@ json targetToJson(const TargetSelector& target) {
   if (!target.link.empty()) out["link"] = target.link;
   if (!target.labels.empty()) out["labels"] = target.labels;
   if (!target.sm.empty()) out["sm"] = target.sm;
+  if (target.rank) out["rank"] = *target.rank;
+  if (!target.process.empty()) out["process"] = target.process;
   out["side"] = std::string(linkSideName(target.side));
   if (!target.sources.empty()) out["sources"] = target.sources;
   if (!target.sink.empty()) out["sink"] = target.sink;
@@ -341,7 +360,7 @@ std::optional<LinkSide> parseLinkSide(std::string_view name) {
 std::string TargetSelector::describe() const {
   std::string out;
   if (!host.empty()) {
-    out = "host " + host;
+    out = "host " + host + (process.empty() ? "" : " process " + process);
   } else if (!link.empty()) {
     out = "link " + link;
   } else if (!labels.empty()) {
@@ -355,6 +374,8 @@ std::string TargetSelector::describe() const {
     out += "}";
   } else if (!sm.empty()) {
     out = "sm " + sm;
+  } else if (rank) {
+    out = "rank " + std::to_string(*rank);
   } else {
     return "(empty selector)";
   }

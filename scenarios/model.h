@@ -47,8 +47,14 @@ struct TargetSelector {
   // An InfiniBand fabric's subnet manager, for sm_failover: "master" (the highest-priority SM the
   // fabric declares) or an SM's name ("sm1"). Exclusive with host, link and labels.
   std::string sm = {};
-  // "host h1", "link h1-sw0", "labels {rack=r1}", "sm master"; "host h3 from h0, h1" with
-  // sources; "... to h3" with a sink.
+  // A process kind's (the verbs_* kinds) workload rank: its process on its host. Exclusive with
+  // host, link, labels and sm.
+  std::optional<int> rank = {};
+  // A process kind's processes by name (/proc/PID/comm, "ib_write_bw") on `host`; "" with host:
+  // every shim-loaded process there.
+  std::string process = {};
+  // "host h1", "link h1-sw0", "labels {rack=r1}", "sm master", "rank 2", "host h1 process
+  // ib_write_bw"; "host h3 from h0, h1" with sources; "... to h3" with a sink.
   std::string describe() const;
 };
 

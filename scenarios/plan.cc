@@ -130,7 +130,7 @@ core::Result<std::vector<PlannedAction>> planFaults(const Scenario& scenario,
     const int index = static_cast<int>(i);
     auto phases = stepPhases(step, index);
     if (!phases.isOk()) return phases.status();
-    auto targets = resolveStepTargets(step, fabric);
+    auto targets = resolveStepTargets(step, fabric, scenario.workload.hosts);
     if (!targets.isOk()) {
       return targets.status().withContext("steps[" + std::to_string(i) + "].target");
     }

@@ -5,6 +5,7 @@
 
 #include "injectors/model/kind_spec.h"
 #include "scenarios/ib_step_targets.h"
+#include "scenarios/process_step_targets.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -385,8 +386,11 @@ core::Result<std::vector<ResolvedTarget>> resolveTrafficSet(const FaultStep& ste
 
 }  // namespace
 
-core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
-                                                             const Fabric& fabric) {
+core::Result<std::vector<ResolvedTarget>> resolveStepTargets(
+    const FaultStep& step, const Fabric& fabric, const std::vector<std::string>& workload_hosts) {
+  if (auto processes = resolveProcessStepTargets(step, fabric, workload_hosts)) {
+    return std::move(*processes);
+  }
   if (auto ib = resolveIbStepTargets(step, fabric)) return std::move(*ib);
   const injectors::KindSpec* spec = injectors::findKindSpec(step.kind);
   if (spec != nullptr && spec->target == injectors::TargetType::kTrafficSet) {

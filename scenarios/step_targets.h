@@ -32,8 +32,11 @@ namespace fabric_chaos::scenarios {
 // a source, an incast sink that is a link between switches, uplinks of several leaves, a source
 // or sink on the wrong side of the uplink, a sink NIC without an address when parts need it, a
 // pinned hot spot whose endpoints sit behind different agents or that asks for verbs).
-core::Result<std::vector<ResolvedTarget>> resolveStepTargets(const FaultStep& step,
-                                                             const Fabric& fabric);
+// `workload_hosts`: the scenario's workload.hosts, which a process kind's `rank` selector reads
+// (scenarios/process_step_targets.h).
+core::Result<std::vector<ResolvedTarget>> resolveStepTargets(
+    const FaultStep& step, const Fabric& fabric,
+    const std::vector<std::string>& workload_hosts = {});
 
 // The fabric hosts of a resolved traffic target, as the parts above lay them out: sources in the
 // order of its traffic set's sources (a sources part: host, then other_hosts; a whole set:

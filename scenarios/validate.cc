@@ -45,7 +45,7 @@ Status validateWorkload(const WorkloadSpec& workload, const Fabric& fabric) {
 }
 
 Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
-                    const KindCatalog& catalog) {
+                    const KindCatalog& catalog, const std::vector<std::string>& workload_hosts) {
   const std::string prefix = "steps[" + std::to_string(index) + "]";
   if (std::find(catalog.kinds.begin(), catalog.kinds.end(), step.kind) == catalog.kinds.end()) {
     if (auto why = catalog.unavailable.find(step.kind); why != catalog.unavailable.end()) {
@@ -63,7 +63,7 @@ Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
   auto phases = stepPhases(step, index);
   if (!phases.isOk()) return phases.status();
   if (fabric == nullptr) return Status::ok();
-  auto targets = resolveStepTargets(step, *fabric);
+  auto targets = resolveStepTargets(step, *fabric, workload_hosts);
   if (!targets.isOk()) return targets.status().withContext(prefix + ".target");
   return Status::ok();
 }
@@ -73,7 +73,8 @@ Status validateStep(const FaultStep& step, int index, const Fabric* fabric,
 Status validate(const Scenario& scenario, const Fabric* fabric, const KindCatalog& catalog) {
   if (fabric != nullptr) FC_RETURN_IF_ERROR(validateWorkload(scenario.workload, *fabric));
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
-    FC_RETURN_IF_ERROR(validateStep(scenario.steps[i], static_cast<int>(i), fabric, catalog));
+    FC_RETURN_IF_ERROR(validateStep(scenario.steps[i], static_cast<int>(i), fabric, catalog,
+                                    scenario.workload.hosts));
   }
   if (fabric != nullptr) {
     auto plan = planFaults(scenario, *fabric);

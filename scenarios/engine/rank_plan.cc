@@ -1,5 +1,7 @@
 #include "scenarios/engine/rank_plan.h"
 
+#include "injectors/model/kind_spec.h"
+
 namespace fabric_chaos::scenarios {
 
 using core::Status;
@@ -56,6 +58,14 @@ core::Result<std::vector<PlannedRank>> planIbProbes(const Scenario& scenario, co
 
 }  // namespace
 
+bool armsVerbsShim(const Scenario& scenario) {
+  for (const FaultStep& step : scenario.steps) {
+    const injectors::KindSpec* spec = injectors::findKindSpec(step.kind);
+    if (spec != nullptr && spec->resource == kVerbsShimResource) return true;
+  }
+  return false;
+}
+
 core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const Fabric& fabric,
                                                  int port) {
   std::vector<const Host*> hosts;
@@ -81,6 +91,7 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
                       " is not one");
   }
   const int world = static_cast<int>(hosts.size());
+  const bool verbs_shim = armsVerbsShim(scenario);
   std::vector<PlannedRank> ranks;
   for (int i = 0; i < world; ++i) {
     const Host& host = *hosts[static_cast<size_t>(i)];
@@ -103,6 +114,7 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
     spec.reconnect_budget_ms = scenario.workload.reconnect_budget_ms;
     spec.transport = scenario.workload.transport;
     spec.dscp = scenario.workload.dscp;
+    spec.verbs_shim = verbs_shim;
     // The engine stops the ranks itself; their own limit only guards against a lost engine.
     spec.max_duration_ms = scenario.max_duration_ms + 60000;
     ranks.push_back({spec, AgentRef{host.agent, host.agent_token_file}});

@@ -17,6 +17,11 @@ struct PlannedRank {
   AgentRef agent;  // the agent of the rank's host starts it
 };
 
+// The resource the verbs_* kinds declare (injectors/model/verbs_fault_specs.h): a scenario with
+// such a step starts its ranks with the verbs fault library loaded (RankSpec::verbs_shim).
+inline constexpr const char* kVerbsShimResource = "verbs_shim";
+bool armsVerbsShim(const Scenario& scenario);
+
 // One rank per workload host (every host of the fabric when the scenario names none), in that
 // order: rank i listens on its host's first NIC at `port` and sends to rank i+1's, round the ring.
 // kUnprocessable for a named host the fabric lacks, fewer than 2 hosts, or a host with no NIC.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agent/agent_wire.h"
 #include "injectors/model/kind_spec.h"
 #include "scenarios/engine/fabric_agents.h"
 #include "scenarios/topology.h"
@@ -77,6 +78,10 @@ json hostAgentJson(const scenarios::HostAgentReport& report) {
   out["kinds"] = kinds;
   out["netdevs"] = netdevs;
   out["rdma_devices"] = rdma;
+  json shims = json::array();
+  for (const sys::ShimProcess& shim : info.verbs_shims)
+    shims.push_back(agent::shimProcessToJson(shim));
+  out["verbs_shims"] = shims;
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "tests/agent/agent_test_support.h"
 #include "tests/fakes/fake_links.h"
 #include "tests/fakes/fake_process.h"
+#include "tests/fakes/fake_verbs_shim_channel.h"
 
 namespace fabric_chaos::agent {
 namespace {
@@ -267,10 +268,10 @@ TEST(CheckTargetAllowed, Rules) {
   EXPECT_EQ(rdma.message(),
             "fault target RDMA port rxe0:1 (gid 0) is refused: this agent's allowlist has no "
             "entries for rdma_port targets");
-  EXPECT_NE(checkTargetAllowed(injectors::ProcessTarget{std::nullopt, 2}, {"ns/eth1"}, {})
-                .message()
-                .find("no entries for process targets"),
-            std::string::npos);
+  // A process target is a program that loaded the verbs fault library into this agent's own
+  // socket directory: allowed whatever the interface list says.
+  EXPECT_TRUE(
+      checkTargetAllowed(injectors::ProcessTarget{std::nullopt, 2}, {"ns/eth1"}, {}, false).isOk());
   // IB ports and SMs are listed by their lock keys.
   const injectors::IbPortTarget uplink{"l0", 3, "fcib-subnet"};
   EXPECT_TRUE(checkTargetAllowed(uplink, {"ib/fcib-subnet/l0/3"}, {}).isOk());
@@ -756,10 +757,14 @@ TEST(RankSpecJson, RoundTripsAndRejectsUnknownFields) {
   spec.ib_node = "h3";
   spec.ib_preload = "/usr/lib/umad2sim.so";
   spec.ib_dir = "/run/fc/ib/ib-lab";
+  spec.verbs_shim = true;
   auto back = rankSpecFromJson(rankSpecToJson(spec));
   ASSERT_TRUE(back.isOk()) << back.status().toString();
   EXPECT_EQ(rankSpecToJson(*back), rankSpecToJson(spec));
   EXPECT_EQ(back->ib_node, "h3");
+  EXPECT_TRUE(back->verbs_shim);
+  EXPECT_EQ(rankSpecFromJson({{"verbs_shim", 1}}).status().message(),
+            "verbs_shim: must be a boolean");
   EXPECT_FALSE(rankSpecFromJson({{"transport", "udp"}}).isOk());
   EXPECT_EQ(rankSpecFromJson({{"rank", 0}, {"port", 70000}}).status().code(),
             core::StatusCode::kInvalidArgument);
@@ -796,7 +801,10 @@ TEST_F(AgentServiceTest, DescribeReportsTheAgentAndItsHost) {
   links.addLink("", {"lo", 0, true, true, "unknown", "00:00:00:00:00:00"});
   links.addLink("lab-sw0", {"p0", 0, true, false, "", "02:00:00:00:00:10"});
   FixedRdmaDevices rdma;
+  fakes::FakeVerbsShimChannel shims;
+  shims.addProcess({4242, "ib_write_bw", 1, {"rxe0"}, json::array(), ""});
   LocalAgentOptions options{"/bin/true", ""};
+  options.verbs_shims = &shims;
   options.version = "7.7.7";
   options.hostname = "guest-1";
   options.links = &links;
@@ -820,6 +828,9 @@ TEST_F(AgentServiceTest, DescribeReportsTheAgentAndItsHost) {
      "mac": "02:00:00:00:00:10"}])"));
   EXPECT_EQ(doc["rdma_devices"], json::parse(R"([{"name": "rxe0", "ports": [
     {"port": 1, "state": "ACTIVE", "gid_table_size": 16}]}])"));
+  // The shim-loaded programs, without their socket paths (those mean nothing off the host).
+  EXPECT_EQ(doc["verbs_shims"], json::parse(R"([{"pid": 4242, "comm": "ib_write_bw", "rank": 1,
+    "devices": ["rxe0"], "armed": []}])"));
   EXPECT_GE(doc["clock"]["steady_ns"].get<int64_t>(), before);
   EXPECT_GT(doc["clock"]["realtime_ns"].get<int64_t>(), 1'600'000'000'000'000'000);
 
@@ -830,6 +841,9 @@ TEST_F(AgentServiceTest, DescribeReportsTheAgentAndItsHost) {
   EXPECT_EQ(decoded->netdevs[2].netns, "lab-sw0");
   ASSERT_EQ(decoded->rdma_devices.size(), 1u);
   EXPECT_EQ(decoded->rdma_devices[0].ports[0].gid_table_size, 16);
+  ASSERT_EQ(decoded->verbs_shims.size(), 1u);
+  EXPECT_EQ(decoded->verbs_shims[0].pid, 4242);
+  EXPECT_EQ(decoded->verbs_shims[0].rank, std::optional<int>(1));
   EXPECT_EQ(decoded->clock.realtime_ns, doc["clock"]["realtime_ns"].get<int64_t>());
 
   EXPECT_EQ(call("POST", "/agent/v1/describe").status, 405);

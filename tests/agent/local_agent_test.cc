@@ -108,6 +108,26 @@ TEST(LocalAgent, RankArgvCarriesTheWholeSpec) {
   EXPECT_NE(joined.find("--duration-s 62 "), std::string::npos);  // rounded up
 }
 
+TEST(LocalAgent, ARankOfAScenarioWithVerbsFaultsLoadsTheVerbsShim) {
+  RankSpec spec;
+  spec.rank = 2;
+  spec.world = 3;
+  spec.transport = "verbs";
+  spec.verbs_shim = true;
+  const auto argv = LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec,
+                                         {"/opt/fc/libfabric-chaos-verbs.so", "/run/fc/verbs"});
+  ASSERT_GT(argv.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 6),
+            (std::vector<std::string>{"/usr/bin/env", "LD_PRELOAD=/opt/fc/libfabric-chaos-verbs.so",
+                                      "FABRIC_CHAOS_VERBS_DIR=/run/fc/verbs", "FABRIC_CHAOS_RANK=2",
+                                      "/usr/bin/fabric-chaos", "workload"}));
+  spec.verbs_shim = false;
+  EXPECT_EQ(LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec,
+                                 {"/opt/fc/libfabric-chaos-verbs.so", "/run/fc/verbs"})[0],
+            "/usr/bin/fabric-chaos")
+      << "only ranks of scenarios that arm verbs faults carry the library";
+}
+
 TEST(LocalAgent, AnIbProbeRankRunsAttachedAtItsSimulatedNode) {
   RankSpec spec;
   spec.rank = 3;
@@ -190,6 +210,24 @@ TEST(LocalAgent, AMissingBinaryIsAClearError) {
   ASSERT_FALSE(handle.isOk());
   EXPECT_NE(handle.status().message().find("starting workload rank 0"), std::string::npos)
       << handle.status().message();
+}
+
+TEST(LocalAgent, RanksThatMustLoadTheVerbsShimAreRefusedWithoutOneAndNoneStarts) {
+  auto registry = injectors::Registry();
+  fakes::FakeProcessLauncher launcher;
+  LocalAgent agent(registry, launcher, {"/usr/bin/fabric-chaos", ""});
+  RankSpec plain;
+  RankSpec shimmed;
+  shimmed.rank = 1;
+  shimmed.verbs_shim = true;
+  RecordingListener listener;
+  auto handle = agent.startWorkload({plain, shimmed}, core::steadyNowNs(), &listener);
+  ASSERT_FALSE(handle.isOk());
+  EXPECT_EQ(handle.status().code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(handle.status().message().find("rank 1 must load the verbs fault library"),
+            std::string::npos)
+      << handle.status().message();
+  EXPECT_TRUE(launcher.spawned().empty()) << "refused before any rank started";
 }
 
 TEST(LocalAgent, UnknownKindsListTheValidOnes) {

@@ -70,6 +70,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // Polls the output every poll_ms for `pattern` and returns its first group as a number; 0 when
   // the child exits first or timeout_ms passes.
   int waitForPort(const std::regex& pattern, int timeout_ms, int poll_ms);

@@ -36,6 +36,24 @@ json validDoc() {
   })");
 }
 
+TEST(ParseScenarioTest, AProcessKindsTargetNamesARankOrAHostsProcesses) {
+  json doc = validDoc();
+  doc["steps"][0]["target"] = {{"rank", 2}};
+  doc["steps"][1]["target"] = {{"host", "h1"}, {"process", "ib_write_bw"}};
+  auto parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->steps[0].target.rank, std::optional<int>(2));
+  EXPECT_EQ(parsed->steps[0].target.describe(), "rank 2");
+  EXPECT_EQ(parsed->steps[1].target.process, "ib_write_bw");
+  EXPECT_EQ(parsed->steps[1].target.describe(), "host h1 process ib_write_bw");
+  const json back = toJson(*parsed);
+  EXPECT_EQ(back["steps"][0]["target"]["rank"], 2);
+  EXPECT_EQ(back["steps"][1]["target"]["process"], "ib_write_bw");
+  auto again = parseScenario(back);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(toJson(*again), back);
+}
+
 TEST(ParseScenarioTest, ATrafficTargetNamesItsSources) {
   json doc = validDoc();
   doc["steps"][0]["target"]["sources"] = {"h0", "h2"};
@@ -219,9 +237,24 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"TargetMissing", [](json& d) { d["steps"][0].erase("target"); },
        "steps[0].target: required"},
       {"TargetEmpty", [](json& d) { d["steps"][0]["target"] = json::object(); },
-       "steps[0].target: exactly one of host, link, labels, sm"},
+       "steps[0].target: exactly one of host, link, labels, sm, rank"},
       {"TargetTwo", [](json& d) { d["steps"][0]["target"]["link"] = "h1-sw0"; },
-       "steps[0].target: exactly one of host, link, labels, sm"},
+       "steps[0].target: exactly one of host, link, labels, sm, rank"},
+      {"TargetRankAndHost", [](json& d) { d["steps"][0]["target"]["rank"] = 1; },
+       "steps[0].target: exactly one of host, link, labels, sm, rank"},
+      {"TargetRankNegative",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"rank", -1}};
+       },
+       "steps[0].target.rank: must be a workload rank (an integer from 0)"},
+      {"TargetProcessWithoutHost",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"rank", 1}, {"process", "ib_write_bw"}};
+       },
+       "steps[0].target.process: names processes on a host"},
+      {"TargetProcessTooLong",
+       [](json& d) { d["steps"][0]["target"]["process"] = "a_very_long_program_name"; },
+       "steps[0].target.process: a process name is at most 15 characters (/proc/PID/comm)"},
       {"TargetUnknown", [](json& d) { d["steps"][0]["target"]["nic"] = "eth0"; },
        "steps[0].target.nic: unknown field"},
       {"TargetHostNumber", [](json& d) { d["steps"][0]["target"]["host"] = 1; },

@@ -56,8 +56,11 @@ TEST(ArmedFaults, TheFirstFaultInArmingOrderThatFiresWins) {
     auto decision = armed.decide(ShimEventType::kCompletion, {}, 1000 + i);
     ASSERT_TRUE(decision.has_value());
     struck.push_back(decision->kind);
-    if (decision->kind == ShimFaultKind::kCompletionDelay) EXPECT_EQ(decision->delay_ms, 40);
-    if (decision->kind == ShimFaultKind::kCqeError) EXPECT_EQ(decision->status, 5);
+    if (decision->kind == ShimFaultKind::kCompletionDelay) {
+      EXPECT_EQ(decision->delay_ms, 40);
+    } else {
+      EXPECT_EQ(decision->status, 5);
+    }
   }
   EXPECT_EQ(struck, (std::vector<ShimFaultKind>{
                         ShimFaultKind::kCqeError, ShimFaultKind::kCompletionDelay,

@@ -297,6 +297,64 @@ TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) 
   EXPECT_GT(median(after), 0.6 * baseline);
 }
 
+// verbs-cqe-error: the ranks run with the verbs fault library loaded, and the agent on vm1 arms
+// rank 1's with one retry-exceeded completion. Seen from the controller: the fabric's description
+// lists the ranks' shims (as vm1's agent finds them by their sockets) with the injection made;
+// rank 1 reports the peer lost with the injected status, as libibverbs names it; the ring
+// re-forms and the analysis measures its recovery.
+TEST_F(VmLabEndToEnd, AVerbsCompletionErrorBreaksTheRingWhichReformsAndRecovers) {
+  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "verbs-cqe-error"}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t id = reply.json()["id"].get<int64_t>();
+  // While it runs, vm1's agent lists rank 1's shim, armed and then with its one injection.
+  json shim_seen;
+  const int64_t deadline = steadyNowNs() + 240'000'000'000;
+  json run;
+  while (steadyNowNs() < deadline) {
+    run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
+    const std::string state = run.value("state", "");
+    if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
+    const json fabric = httpRequest(port_, "GET", "/v1/fabrics/vm-lab").json();
+    for (const auto& host : fabric.value("hosts", json::array())) {
+      for (const auto& shim : host["agent"].value("verbs_shims", json::array())) {
+        if (shim["rank"] == 1 && !shim["armed"].empty() && shim["armed"][0]["fired"] == 1) {
+          shim_seen = shim;
+          shim_seen["host"] = host["name"];
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
+      << run.dump(2);
+  ASSERT_FALSE(shim_seen.is_null()) << "vm1's agent never listed rank 1's shim with its injection";
+  EXPECT_EQ(shim_seen["host"], "vm1");
+  EXPECT_EQ(shim_seen["armed"][0]["kind"], "cqe_error");
+  EXPECT_EQ(shim_seen["devices"], json::array({"rxe0"}));
+
+  const json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
+  ASSERT_EQ(eventsOfKind(events, "fault_applied").size(), 1u) << events.dump(1);
+  ASSERT_EQ(eventsOfKind(events, "fault_reverted").size(), 1u) << events.dump(1);
+  bool rank1_saw_it = false;
+  for (const json& lost : eventsOfKind(events, "peer_lost")) {
+    const json& detail = lost["detail"];
+    if (detail.value("rank", -1) == 1 &&
+        detail.value("wc_status", "") == "transport retry counter exceeded") {
+      rank1_saw_it = true;
+      EXPECT_EQ(detail.value("reason", ""), "timeout") << detail.dump();
+    }
+  }
+  EXPECT_TRUE(rank1_saw_it) << "rank 1 did not report the injected retry-exceeded completion\n"
+                            << events.dump(1);
+  const auto& step = run["result"]["analysis"]["steps"][0];
+  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
+  std::cout << "verbs-cqe-error: longest stall " << step["longest_stall_ms"] << " ms, recovery "
+            << step["time_to_recover_ms"] << " ms, retained " << step["retained"] << ", score "
+            << run["score"] << "; shim on " << shim_seen["host"].get<std::string>() << ": "
+            << shim_seen.dump() << "\n";
+}
+
 TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
   ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
   ASSERT_NE(vm1.waitFor([](const std::string& q) { return !q.empty(); }, 10000), 0);

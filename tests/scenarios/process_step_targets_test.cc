@@ -1,0 +1,131 @@
+// The verbs kinds' step targets: a workload rank on its host, or a host's processes by name or
+// all of them, each acted on by that host's agent; and the refusals, for process kinds aimed
+// elsewhere and for other kinds given a rank or a process name. Pure.
+
+#include "scenarios/process_step_targets.h"
+
+#include <gtest/gtest.h>
+
+#include "scenarios/engine/agent_directory.h"
+#include "scenarios/engine/rank_plan.h"
+#include "scenarios/step_targets.h"
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+using core::StatusCode;
+using injectors::ProcessTarget;
+
+Fabric vmFabric() {
+  Fabric fabric;
+  fabric.name = "vm-lab";
+  fabric.kind = "vm";
+  for (int i = 0; i < 3; ++i) {
+    Host host;
+    host.name = "vm" + std::to_string(i);
+    host.agent = "http://127.0.0.1:710" + std::to_string(i);
+    host.nics.push_back({"eth0", "10.201.0." + std::to_string(i + 1)});
+    fabric.hosts.push_back(host);
+    fabric.links.push_back(
+        {host.name + "-sw0", host.name, "eth0", "sw0", "p" + std::to_string(i), {}});
+  }
+  return fabric;
+}
+
+FaultStep step(const std::string& kind, TargetSelector target) {
+  FaultStep s;
+  s.kind = kind;
+  s.target = std::move(target);
+  return s;
+}
+
+TargetSelector rank(int r) {
+  TargetSelector t;
+  t.rank = r;
+  return t;
+}
+
+TargetSelector host(const std::string& name, const std::string& process = "") {
+  TargetSelector t;
+  t.host = name;
+  t.process = process;
+  return t;
+}
+
+TEST(ProcessStepTargets, ARankIsItsProcessOnItsWorkloadHostActedOnByThatHostsAgent) {
+  const Fabric fabric = vmFabric();
+  auto targets = resolveStepTargets(step("verbs_cqe_error", rank(1)), fabric);
+  ASSERT_TRUE(targets.isOk()) << targets.status().toString();
+  ASSERT_EQ(targets->size(), 1u);
+  EXPECT_EQ((*targets)[0].host, "vm1");
+  ProcessTarget expected;
+  expected.rank = 1;
+  EXPECT_EQ((*targets)[0].target, injectors::Target(expected));
+  EXPECT_EQ(agentForTarget(fabric, (*targets)[0]).name, "http://127.0.0.1:7101");
+  // With workload.hosts, rank i runs on the i-th of them.
+  auto listed = resolveStepTargets(step("verbs_qp_error", rank(0)), fabric, {"vm2", "vm0"});
+  ASSERT_TRUE(listed.isOk()) << listed.status().toString();
+  EXPECT_EQ((*listed)[0].host, "vm2");
+  auto beyond = resolveStepTargets(step("verbs_qp_error", rank(2)), fabric, {"vm2", "vm0"});
+  ASSERT_FALSE(beyond.isOk());
+  EXPECT_EQ(beyond.status().code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(beyond.status().message(), "rank 2: the workload has 2 ranks (0 to 1)");
+}
+
+TEST(ProcessStepTargets, AHostSelectsItsProcessesByNameOrEveryShimLoadedOne) {
+  const Fabric fabric = vmFabric();
+  auto named = resolveStepTargets(step("verbs_post_fail", host("vm2", "ib_write_bw")), fabric);
+  ASSERT_TRUE(named.isOk()) << named.status().toString();
+  ProcessTarget by_name;
+  by_name.name = "ib_write_bw";
+  EXPECT_EQ((*named)[0].target, injectors::Target(by_name));
+  EXPECT_EQ((*named)[0].host, "vm2");
+  EXPECT_EQ((*named)[0].side, LinkSide::kHost);
+  auto every = resolveStepTargets(step("verbs_completion_delay", host("vm0")), fabric);
+  ASSERT_TRUE(every.isOk()) << every.status().toString();
+  EXPECT_TRUE(injectors::isEveryProcess(std::get<ProcessTarget>((*every)[0].target)));
+  auto unknown = resolveStepTargets(step("verbs_post_fail", host("vm9")), fabric);
+  EXPECT_EQ(unknown.status().code(), StatusCode::kUnprocessable);
+}
+
+TEST(ProcessStepTargets, SelectorsThatDoNotNameProcessesAreRefusedBothWays) {
+  const Fabric fabric = vmFabric();
+  TargetSelector by_link;
+  by_link.link = "vm0-sw0";
+  auto link = resolveStepTargets(step("verbs_cqe_error", by_link), fabric);
+  ASSERT_FALSE(link.isOk());
+  EXPECT_EQ(link.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(link.status().message().find("verbs_cqe_error acts on processes: select a workload "
+                                         "rank"),
+            std::string::npos)
+      << link.status().message();
+  auto flap_rank = resolveStepTargets(step("link_flap", rank(0)), fabric);
+  EXPECT_EQ(flap_rank.status().message(),
+            "rank: only kinds that act on processes (verbs_*) take a rank; link_flap does not");
+  auto flap_process = resolveStepTargets(step("link_flap", host("vm0", "nccl")), fabric);
+  EXPECT_EQ(flap_process.status().code(), StatusCode::kInvalidArgument);
+  TargetSelector with_sources = host("vm0");
+  with_sources.sources = {"vm1"};
+  EXPECT_EQ(resolveStepTargets(step("verbs_cqe_error", with_sources), fabric).status().message(),
+            "sources: verbs_cqe_error acts on processes and takes no traffic endpoints");
+}
+
+TEST(ProcessStepTargets, AScenarioWithAVerbsStepStartsItsRanksWithTheShimLoaded) {
+  const Fabric fabric = vmFabric();
+  Scenario scenario;
+  scenario.workload.transport = "verbs";
+  scenario.steps.push_back(step("link_flap", host("vm0")));
+  EXPECT_FALSE(armsVerbsShim(scenario));
+  auto plain = planRanks(scenario, fabric, 17001);
+  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
+  for (const PlannedRank& r : *plain) EXPECT_FALSE(r.spec.verbs_shim);
+  scenario.steps.push_back(step("verbs_cqe_error", rank(1)));
+  EXPECT_TRUE(armsVerbsShim(scenario));
+  auto shimmed = planRanks(scenario, fabric, 17001);
+  ASSERT_TRUE(shimmed.isOk()) << shimmed.status().toString();
+  ASSERT_EQ(shimmed->size(), 3u);
+  for (const PlannedRank& r : *shimmed) EXPECT_TRUE(r.spec.verbs_shim) << r.spec.rank;
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios
