@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -527,6 +529,22 @@ int64_t linkTxBytes(const std::string& netns, const std::string& ifname) {
   const nlohmann::json doc = nlohmann::json::parse(out.out, nullptr, false);
   if (out.exit_code != 0 || !doc.is_array() || doc.empty()) return -1;
   return doc[0]["stats64"]["tx"]["bytes"].get<int64_t>();
+}
+
+std::string firstUpIpv4Address() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                sizeof(text));
+    found = text;
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 }  // namespace fabric_chaos::testing

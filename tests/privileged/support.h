@@ -167,6 +167,10 @@ std::vector<std::string> namespacesWithPrefix(const std::string& prefix);
 
 std::string makeTempDir();
 
+// The IPv4 address of the first interface that is up and not loopback ("" when none): a
+// guest's own eth0 address, where a test runs both ends of an RDMA connection through rxe0.
+std::string firstUpIpv4Address();
+
 // The whole file, or "" when it cannot be read.
 std::string readFile(const std::string& path);
 

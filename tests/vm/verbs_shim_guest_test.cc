@@ -31,22 +31,6 @@ const std::string kShimLibrary = FC_VERBS_SHIM_PATH;
 const std::string kForwardingLibrary = FC_VERBS_FORWARDING_PATH;
 const std::string kNcclStyleOpen = FC_NCCL_STYLE_OPEN;
 
-std::string guestAddress() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "";
-  std::string found;
-  for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char text[INET_ADDRSTRLEN];
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
-                sizeof(text));
-    found = text;
-  }
-  ::freeifaddrs(list);
-  return found;
-}
-
 // The first line of `out` that holds `needle`, printed for the log: what perftest said.
 void showLine(const std::string& what, const std::string& out, const std::string& needle) {
   std::istringstream lines(out);
@@ -68,7 +52,7 @@ class VerbsShimGuest : public ::testing::Test {
       FAIL() << "no rxe0 in this guest: run it with deploy/vm/run-in-vm.sh (which adds rxe0)";
     }
     ASSERT_TRUE(std::filesystem::exists(kShimLibrary)) << kShimLibrary;
-    address_ = guestAddress();
+    address_ = firstUpIpv4Address();
     ASSERT_FALSE(address_.empty()) << "the guest has no IPv4 address on an up interface";
     dir_ = makeTempDir();
     shim_dir_ = dir_ + "/verbs";
@@ -123,6 +107,36 @@ class VerbsShimGuest : public ::testing::Test {
     return {kind, target, std::move(params)};
   }
 
+  // An ib_write_bw pair (30 s of 4 KiB writes) under the shim; once the client prints its table
+  // header (connected, measuring), the fault of `kind` is armed in the client through the
+  // injector. Returns the client's output, after checking that it exited by itself, with an
+  // error, and that reverting then (the program gone, its faults with it) succeeds.
+  std::string writeBwClientUnder(injectors::VerbsFaultKind kind, const json& params) {
+    auto server = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096"});
+    EXPECT_EQ(waitForShims(1).size(), 1u) << server->output();
+    auto client =
+        underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096", address_});
+    EXPECT_EQ(waitForShims(2).size(), 2u) << client->output();
+    EXPECT_TRUE(
+        waitFor([&] { return client->output().find("#bytes") != std::string::npos; }, 60000))
+        << client->output();
+    auto fault = injector(kind);
+    const injectors::Fault armed = faultOn(fault.spec().kind, client->pid(), params);
+    EXPECT_TRUE(fault.validate(armed.params).isOk());
+    auto prior = fault.capture(armed);
+    EXPECT_TRUE(prior.isOk()) << prior.status().toString();
+    EXPECT_TRUE(fault.apply(armed).isOk());
+    const int client_exit = client->signalAndWait(0, 60000, true);
+    const std::string out = client->output();
+    EXPECT_TRUE(exitedByItself(client_exit)) << "exit " << client_exit << "\n" << out;
+    EXPECT_NE(client_exit, 0) << out;
+    if (prior.isOk()) {
+      EXPECT_TRUE(fault.revert(armed, *prior).isOk());
+    }
+    server->signalAndWait(SIGTERM, 30000, true);
+    return out;
+  }
+
   std::string address_;
   std::string dir_;
   std::string shim_dir_;
@@ -157,79 +171,28 @@ TEST_F(VerbsShimGuest, UnarmedPerftestRunsCleanAndTheShimShowsItself) {
 }
 
 TEST_F(VerbsShimGuest, AnArmedCqeErrorIsTheStatusPerftestReportsAndItExitsByItself) {
-  auto server = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096"});
-  ASSERT_EQ(waitForShims(1).size(), 1u) << server->output();
-  auto client = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096", address_});
-  ASSERT_EQ(waitForShims(2).size(), 2u) << client->output();
-  // Let the measurement begin: perftest prints its table header once connected.
-  ASSERT_TRUE(waitFor([&] { return client->output().find("#bytes") != std::string::npos; }, 60000))
-      << client->output();
-  auto fault = injector(injectors::VerbsFaultKind::kCqeError);
-  const injectors::Fault armed =
-      faultOn("verbs_cqe_error", client->pid(), {{"status", "retry_exc_err"}, {"count", 1}});
-  ASSERT_TRUE(fault.validate(armed.params).isOk());
-  auto prior = fault.capture(armed);
-  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
-  ASSERT_TRUE(fault.apply(armed).isOk());
-  const int client_exit = client->signalAndWait(0, 60000, true);
-  const std::string out = client->output();
-  EXPECT_TRUE(exitedByItself(client_exit)) << "exit " << client_exit << "\n" << out;
-  EXPECT_NE(client_exit, 0) << out;
+  const std::string out = writeBwClientUnder(injectors::VerbsFaultKind::kCqeError,
+                                             {{"status", "retry_exc_err"}, {"count", 1}});
   showLine("verbs_cqe_error, perftest", out, "status 12");
   EXPECT_NE(out.find("status 12"), std::string::npos) << "perftest names retry_exc_err (12)\n"
                                                       << out;
-  // The program took its faults with it: revert finds it gone, and that is fine.
-  EXPECT_TRUE(fault.revert(armed, *prior).isOk());
-  server->signalAndWait(SIGTERM, 30000, true);
 }
 
 TEST_F(VerbsShimGuest, AFailedPostIsWhatPerftestReports) {
-  auto server = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096"});
-  ASSERT_EQ(waitForShims(1).size(), 1u) << server->output();
-  auto client = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096", address_});
-  ASSERT_EQ(waitForShims(2).size(), 2u) << client->output();
-  ASSERT_TRUE(waitFor([&] { return client->output().find("#bytes") != std::string::npos; }, 60000))
-      << client->output();
-  auto fault = injector(injectors::VerbsFaultKind::kPostFail);
-  const injectors::Fault armed =
-      faultOn("verbs_post_fail", client->pid(), {{"op", "send"}, {"errno", "ENOMEM"}});
-  auto prior = fault.capture(armed);
-  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
-  ASSERT_TRUE(fault.apply(armed).isOk());
-  const int client_exit = client->signalAndWait(0, 60000, true);
-  const std::string out = client->output();
-  EXPECT_TRUE(exitedByItself(client_exit)) << "exit " << client_exit << "\n" << out;
-  EXPECT_NE(client_exit, 0) << out;
+  const std::string out = writeBwClientUnder(injectors::VerbsFaultKind::kPostFail,
+                                             {{"op", "send"}, {"errno", "ENOMEM"}});
   showLine("verbs_post_fail, perftest", out, "Couldn't post send");
   EXPECT_NE(out.find("Couldn't post send"), std::string::npos) << out;
-  EXPECT_TRUE(fault.revert(armed, *prior).isOk());
-  server->signalAndWait(SIGTERM, 30000, true);
 }
 
 TEST_F(VerbsShimGuest, AQpErrorBreaksTheConnectionPerftestRuns) {
-  auto server = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096"});
-  ASSERT_EQ(waitForShims(1).size(), 1u) << server->output();
-  auto client = underShim({"ib_write_bw", "-d", "rxe0", "-F", "-D", "30", "-s", "4096", address_});
-  ASSERT_EQ(waitForShims(2).size(), 2u) << client->output();
-  ASSERT_TRUE(waitFor([&] { return client->output().find("#bytes") != std::string::npos; }, 60000))
-      << client->output();
-  auto fault = injector(injectors::VerbsFaultKind::kQpError);
-  const injectors::Fault armed = faultOn("verbs_qp_error", client->pid(), {{"count", 1}});
-  auto prior = fault.capture(armed);
-  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
-  ASSERT_TRUE(fault.apply(armed).isOk());
-  const int client_exit = client->signalAndWait(0, 60000, true);
-  const std::string out = client->output();
-  EXPECT_TRUE(exitedByItself(client_exit)) << "exit " << client_exit << "\n" << out;
-  EXPECT_NE(client_exit, 0) << out;
+  const std::string out = writeBwClientUnder(injectors::VerbsFaultKind::kQpError, {{"count", 1}});
   showLine("verbs_qp_error, perftest", out, "status 5");
   showLine("verbs_qp_error, perftest", out, "Couldn't post send");
   // The QP in error flushes what was outstanding (wr_flush_err, 5), or refuses the next post.
   EXPECT_TRUE(out.find("status 5") != std::string::npos ||
               out.find("Couldn't post send") != std::string::npos)
       << out;
-  EXPECT_TRUE(fault.revert(armed, *prior).isOk());
-  server->signalAndWait(SIGTERM, 30000, true);
 }
 
 // perftest's latency table row: bytes, iterations, t_min, t_max, t_typical (µs) ...

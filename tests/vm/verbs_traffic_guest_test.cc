@@ -29,22 +29,6 @@ using nlohmann::json;
 
 const std::string kBinary = FC_BINARY_PATH;
 
-std::string guestAddress() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "";
-  std::string found;
-  for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char text[INET_ADDRSTRLEN];
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
-                sizeof(text));
-    found = text;
-  }
-  ::freeifaddrs(list);
-  return found;
-}
-
 // rxe0 port 1's counter NAME, read by the shell: the kernel's own count of what the device did.
 int64_t rxeCounter(const std::string& name) {
   const CommandOutput out =
@@ -75,7 +59,7 @@ class VerbsTrafficGuest : public ::testing::Test {
     if (!std::filesystem::exists("/sys/class/infiniband/rxe0")) {
       FAIL() << "no rxe0 in this guest: run it with deploy/vm/run-in-vm.sh (which adds rxe0)";
     }
-    address_ = guestAddress();
+    address_ = firstUpIpv4Address();
     ASSERT_FALSE(address_.empty()) << "the guest has no IPv4 address on an up interface";
   }
 

@@ -80,6 +80,28 @@ std::string processName() {
   return name;
 }
 
+// One registration the program makes can reach the shim twice: libibverbs' ibv_reg_mr calls its
+// own ibv_reg_mr_iova2 through its PLT, which the preload form defines too. Only the outermost
+// call is an event, so that a trigger's every_nth and count mean registrations.
+thread_local bool t_registering = false;
+
+template <typename Real, typename... Args>
+ibv_mr* registerThroughShim(Real real, ibv_pd* pd, Args... args) {
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  if (t_registering) return real(pd, args...);
+  if (const int error = shim::regMrFailure(pd); error != 0) {
+    errno = error;
+    return nullptr;
+  }
+  t_registering = true;
+  ibv_mr* mr = real(pd, args...);
+  t_registering = false;
+  return mr;
+}
+
 struct Runtime {
   std::unique_ptr<shim::ShimControl> control;
   std::unique_ptr<shim::ControlServer> server;
@@ -184,11 +206,7 @@ FC_ENTRY_VERSION(ibv_destroy_qp, "IBVERBS_1.1")
 __attribute__((visibility("default"))) ibv_mr* FC_ENTRY(ibv_reg_mr)(ibv_pd* pd, void* addr,
                                                                     size_t length, int access) {
   FC_REAL(ibv_reg_mr, "IBVERBS_1.1");
-  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
-    errno = error != 0 ? error : ENOSYS;
-    return nullptr;
-  }
-  return real(pd, addr, length, access);
+  return registerThroughShim(real, pd, addr, length, access);
 }
 FC_ENTRY_VERSION(ibv_reg_mr, "IBVERBS_1.1")
 
@@ -197,11 +215,7 @@ __attribute__((visibility("default"))) ibv_mr* FC_ENTRY(ibv_reg_mr_iova)(ibv_pd*
                                                                          uint64_t iova,
                                                                          int access) {
   FC_REAL(ibv_reg_mr_iova, "IBVERBS_1.7");
-  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
-    errno = error != 0 ? error : ENOSYS;
-    return nullptr;
-  }
-  return real(pd, addr, length, iova, access);
+  return registerThroughShim(real, pd, addr, length, iova, access);
 }
 FC_ENTRY_VERSION(ibv_reg_mr_iova, "IBVERBS_1.7")
 
@@ -210,11 +224,7 @@ __attribute__((visibility("default"))) ibv_mr* FC_ENTRY(ibv_reg_mr_iova2)(ibv_pd
                                                                           uint64_t iova,
                                                                           unsigned int access) {
   FC_REAL(ibv_reg_mr_iova2, "IBVERBS_1.8");
-  if (const int error = shim::regMrFailure(pd); error != 0 || real == nullptr) {
-    errno = error != 0 ? error : ENOSYS;
-    return nullptr;
-  }
-  return real(pd, addr, length, iova, access);
+  return registerThroughShim(real, pd, addr, length, iova, access);
 }
 FC_ENTRY_VERSION(ibv_reg_mr_iova2, "IBVERBS_1.8")
 
@@ -226,12 +236,13 @@ __attribute__((visibility("default"))) int FC_ENTRY(ibv_get_cq_event)(ibv_comp_c
                                                                       void** cq_context) {
   FC_REAL(ibv_get_cq_event, "IBVERBS_1.1");
   if (real == nullptr) return -1;
-  const bool blocking = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) == 0;
   while (shim::anyHeld()) {
     const auto due = shim::nextDue(channel);
     if (!due) break;
     const int64_t wait_ns = due->release_ns - fabric_chaos::core::steadyNowNs();
     if (wait_ns > 0) {
+      // Asked only here, so that a program with nothing held pays no system call for it.
+      const bool blocking = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) == 0;
       if (!blocking) break;
       pollfd ready{channel->fd, POLLIN, 0};
       const int timeout_ms = static_cast<int>(wait_ns / 1'000'000) + 1;

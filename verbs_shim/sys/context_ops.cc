@@ -52,19 +52,6 @@ const char* deviceName(const ibv_context* context) {
   return context->device != nullptr ? context->device->name : "";
 }
 
-std::optional<ShimQpType> typeOfQp(const ibv_qp* qp) {
-  switch (qp->qp_type) {
-    case IBV_QPT_RC:
-      return ShimQpType::kRc;
-    case IBV_QPT_UC:
-      return ShimQpType::kUc;
-    case IBV_QPT_UD:
-      return ShimQpType::kUd;
-    default:
-      return std::nullopt;
-  }
-}
-
 ShimOpcode opcodeOfSend(ibv_wr_opcode opcode) {
   switch (opcode) {
     case IBV_WR_RDMA_WRITE:
@@ -100,7 +87,7 @@ ShimOpcode opcodeOfCompletion(ibv_wc_opcode opcode) {
 // A post's fate while armed: an errno to return (the request not posted), or 0 to post it, the
 // QP first moved to error when qp_error struck.
 int armedPostOutcome(ShimEventType type, ibv_qp* qp, std::optional<ShimOpcode> opcode) {
-  const ShimEventInfo event{deviceName(qp->context), qp->qp_num, typeOfQp(qp), opcode};
+  const ShimEventInfo event{deviceName(qp->context), qp->qp_num, shimQpTypeOf(qp), opcode};
   const auto decision = faults().decide(type, event, nowMs());
   if (!decision) return 0;
   if (decision->kind == ShimFaultKind::kQpError) {

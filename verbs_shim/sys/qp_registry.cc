@@ -27,7 +27,9 @@ std::unordered_map<uint32_t, Entry>& qps() {
 QpErrorAction g_action = modifyToError;
 int64_t g_errored = 0;
 
-std::optional<ShimQpType> typeOf(const ibv_qp* qp) {
+}  // namespace
+
+std::optional<ShimQpType> shimQpTypeOf(const ibv_qp* qp) {
   switch (qp->qp_type) {
     case IBV_QPT_RC:
       return ShimQpType::kRc;
@@ -39,8 +41,6 @@ std::optional<ShimQpType> typeOf(const ibv_qp* qp) {
       return std::nullopt;
   }
 }
-
-}  // namespace
 
 void registerQp(ibv_qp* qp) {
   if (qp == nullptr) return;
@@ -58,7 +58,7 @@ void unregisterQp(ibv_qp* qp) {
 std::optional<ShimQpType> qpTypeOf(uint32_t qp_num) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = qps().find(qp_num);
-  return it == qps().end() ? std::nullopt : typeOf(it->second.qp);
+  return it == qps().end() ? std::nullopt : shimQpTypeOf(it->second.qp);
 }
 
 bool moveQpToError(uint32_t qp_num) {

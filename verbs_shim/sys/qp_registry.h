@@ -13,6 +13,9 @@ struct ibv_qp;
 
 namespace fabric_chaos::verbs_shim {
 
+// The transport of a QP as filters name it; nullopt for types they do not (XRC, raw packet).
+std::optional<ShimQpType> shimQpTypeOf(const ibv_qp* qp);
+
 void registerQp(ibv_qp* qp);
 void unregisterQp(ibv_qp* qp);
 std::optional<ShimQpType> qpTypeOf(uint32_t qp_num);
