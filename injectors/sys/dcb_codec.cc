@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "injectors/sys/netlink_attributes.h"
 #include "injectors/sys/netlink_status.h"
 
 namespace fabric_chaos::sys {
@@ -28,8 +29,6 @@ static_assert(sizeof(dcbmsg) == 4);
 // The uapi macros are int-typed; sizes here are size_t.
 constexpr size_t kMsgHeader = NLMSG_ALIGN(sizeof(nlmsghdr));
 constexpr size_t kDcbHeader = NLMSG_ALIGN(sizeof(dcbmsg));
-constexpr size_t kAttrHeader = NLA_ALIGN(sizeof(nlattr));
-constexpr size_t alignAttr(size_t len) { return NLA_ALIGN(len); }
 constexpr size_t alignMsg(size_t len) { return NLMSG_ALIGN(len); }
 
 struct MsgDeleter {
@@ -107,38 +106,7 @@ core::Result<std::vector<uint8_t>> encodeRequest(uint16_t type, uint8_t cmd,
   return std::vector<uint8_t>(begin, begin + hdr->nlmsg_len);
 }
 
-struct Attribute {
-  uint16_t type = 0;  // flags (NLA_F_NESTED, NLA_F_NET_BYTEORDER) masked off
-  std::span<const uint8_t> payload;
-};
-
-// Splits a run of attributes; nullopt when one is shorter than its header or longer than what
-// is left. The last attribute may lack its alignment padding.
-std::optional<std::vector<Attribute>> splitAttributes(std::span<const uint8_t> data) {
-  std::vector<Attribute> out;
-  size_t offset = 0;
-  while (offset < data.size()) {
-    if (data.size() - offset < kAttrHeader) return std::nullopt;
-    nlattr header;
-    std::memcpy(&header, data.data() + offset, sizeof(header));
-    if (header.nla_len < kAttrHeader || header.nla_len > data.size() - offset) {
-      return std::nullopt;
-    }
-    out.push_back(Attribute{static_cast<uint16_t>(header.nla_type & NLA_TYPE_MASK),
-                            data.subspan(offset + kAttrHeader, header.nla_len - kAttrHeader)});
-    offset += alignAttr(header.nla_len);
-  }
-  return out;
-}
-
-// The last attribute of `type`, as the kernel's nla_parse keeps it.
-const Attribute* findAttribute(const std::vector<Attribute>& attributes, uint16_t type) {
-  const Attribute* found = nullptr;
-  for (const Attribute& attribute : attributes) {
-    if (attribute.type == type) found = &attribute;
-  }
-  return found;
-}
+using Attribute = NetlinkAttribute;
 
 // The attributes after the dcbmsg of one RTM_GETDCB / RTM_SETDCB message carrying `cmd`.
 core::Result<std::vector<Attribute>> dcbAttributes(std::span<const uint8_t> message, uint16_t type,
@@ -166,26 +134,9 @@ core::Result<std::vector<Attribute>> dcbAttributes(std::span<const uint8_t> mess
     return malformed(what + ": DCB command " + std::to_string(dcb.cmd));
   }
   const size_t start = kMsgHeader + kDcbHeader;
-  auto attributes = splitAttributes(message.subspan(start, hdr.nlmsg_len - start));
+  auto attributes = splitNetlinkAttributes(message.subspan(start, hdr.nlmsg_len - start));
   if (!attributes) return malformed(what + ": an attribute overruns the message");
   return std::move(*attributes);
-}
-
-// The NLMSGERR_ATTR_MSG text of an error message with NLM_F_ACK_TLVS, "" when there is none.
-// Best effort: a malformed TLV area only loses the text.
-std::string extackText(std::span<const uint8_t> message, const nlmsghdr& hdr, const nlmsgerr& err) {
-  if ((hdr.nlmsg_flags & NLM_F_ACK_TLVS) == 0) return "";
-  // After the error code: only the request's header when capped, else the whole request.
-  size_t echoed = sizeof(nlmsghdr);
-  if ((hdr.nlmsg_flags & NLM_F_CAPPED) == 0) echoed = err.msg.nlmsg_len;
-  const size_t start = alignMsg(kMsgHeader + sizeof(int) + echoed);
-  if (echoed < sizeof(nlmsghdr) || start > message.size()) return "";
-  auto tlvs = splitAttributes(message.subspan(start));
-  if (!tlvs) return "";
-  const Attribute* text = findAttribute(*tlvs, NLMSGERR_ATTR_MSG);
-  if (text == nullptr) return "";
-  const auto* chars = reinterpret_cast<const char*>(text->payload.data());
-  return std::string(chars, strnlen(chars, text->payload.size()));
 }
 
 }  // namespace
@@ -227,7 +178,7 @@ core::Result<DcbAnswer> findDcbAnswer(std::span<const uint8_t> datagram, uint32_
       DcbAnswer answer;
       answer.found = true;
       answer.error = -err.error;
-      answer.extack = extackText(message, hdr, err);
+      answer.extack = netlinkExtackText(message, hdr, err);
       return answer;
     }
     if (hdr.nlmsg_type == RTM_GETDCB || hdr.nlmsg_type == RTM_SETDCB) {
@@ -244,13 +195,13 @@ core::Result<DcbAnswer> findDcbAnswer(std::span<const uint8_t> datagram, uint32_
 core::Result<IeeePfc> decodeIeeeGetReply(std::span<const uint8_t> message) {
   auto attributes = dcbAttributes(message, RTM_GETDCB, DCB_CMD_IEEE_GET, "RTM_GETDCB");
   if (!attributes) return attributes.status();
-  const Attribute* ieee = findAttribute(*attributes, DCB_ATTR_IEEE);
+  const Attribute* ieee = findNetlinkAttribute(*attributes, DCB_ATTR_IEEE);
   if (ieee == nullptr) {
     return core::Status(core::StatusCode::kNotFound, "RTM_GETDCB reply has no DCB_ATTR_IEEE");
   }
-  auto nested = splitAttributes(ieee->payload);
+  auto nested = splitNetlinkAttributes(ieee->payload);
   if (!nested) return malformed("malformed RTM_GETDCB reply: DCB_ATTR_IEEE overruns itself");
-  const Attribute* pfc = findAttribute(*nested, DCB_ATTR_IEEE_PFC);
+  const Attribute* pfc = findNetlinkAttribute(*nested, DCB_ATTR_IEEE_PFC);
   if (pfc == nullptr) {
     return core::Status(core::StatusCode::kNotFound, "RTM_GETDCB reply has no DCB_ATTR_IEEE_PFC");
   }
@@ -267,7 +218,7 @@ core::Result<IeeePfc> decodeIeeeGetReply(std::span<const uint8_t> message) {
 core::Result<int> decodeIeeeSetReply(std::span<const uint8_t> message) {
   auto attributes = dcbAttributes(message, RTM_SETDCB, DCB_CMD_IEEE_SET, "RTM_SETDCB");
   if (!attributes) return attributes.status();
-  const Attribute* status = findAttribute(*attributes, DCB_ATTR_IEEE);
+  const Attribute* status = findNetlinkAttribute(*attributes, DCB_ATTR_IEEE);
   if (status == nullptr) {
     return core::Status(core::StatusCode::kNotFound, "RTM_SETDCB reply has no DCB_ATTR_IEEE");
   }

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "injectors/sys/netlink_attributes.h"
 #include "injectors/sys/netlink_status.h"
 
 namespace fabric_chaos::sys {
@@ -67,50 +68,7 @@ class Request {
 
 constexpr uint16_t kDoFlags = NLM_F_REQUEST | NLM_F_ACK;
 
-struct Attribute {
-  uint16_t type = 0;  // flags (NLA_F_NESTED, NLA_F_NET_BYTEORDER) masked off
-  std::span<const uint8_t> payload;
-};
-
-// Splits a run of attributes; nullopt when one is shorter than its header or longer than what
-// is left. The last attribute may lack its alignment padding.
-std::optional<std::vector<Attribute>> splitAttributes(std::span<const uint8_t> data) {
-  std::vector<Attribute> out;
-  size_t offset = 0;
-  while (offset < data.size()) {
-    if (data.size() - offset < kAttrHeader) return std::nullopt;
-    nlattr header;
-    std::memcpy(&header, data.data() + offset, sizeof(header));
-    if (header.nla_len < kAttrHeader || header.nla_len > data.size() - offset) {
-      return std::nullopt;
-    }
-    out.push_back(Attribute{static_cast<uint16_t>(header.nla_type & NLA_TYPE_MASK),
-                            data.subspan(offset + kAttrHeader, header.nla_len - kAttrHeader)});
-    offset += alignAttr(header.nla_len);
-  }
-  return out;
-}
-
-// The NLMSGERR_ATTR_MSG text of an error message with NLM_F_ACK_TLVS, "" when there is none.
-// Best effort: a malformed TLV area only loses the text.
-std::string extackText(std::span<const uint8_t> message, const nlmsghdr& header,
-                       const nlmsgerr& error) {
-  if ((header.nlmsg_flags & NLM_F_ACK_TLVS) == 0) return "";
-  // After the error code: only the request's header when capped, else the whole request.
-  size_t echoed = sizeof(nlmsghdr);
-  if ((header.nlmsg_flags & NLM_F_CAPPED) == 0) echoed = error.msg.nlmsg_len;
-  const size_t start = alignMsg(kMsgHeader + sizeof(int) + echoed);
-  if (echoed < sizeof(nlmsghdr) || start > message.size()) return "";
-  auto tlvs = splitAttributes(message.subspan(start));
-  if (!tlvs) return "";
-  std::string text;
-  for (const Attribute& tlv : *tlvs) {
-    if (tlv.type != NLMSGERR_ATTR_MSG) continue;
-    const auto* chars = reinterpret_cast<const char*>(tlv.payload.data());
-    text = std::string(chars, strnlen(chars, tlv.payload.size()));
-  }
-  return text;
-}
+using Attribute = NetlinkAttribute;
 
 const std::vector<uint8_t>* find(const RdmaNlReply& reply, uint16_t type) {
   auto it = reply.attributes.find(type);
@@ -226,11 +184,11 @@ core::Status collectRdmaNlAnswer(std::span<const uint8_t> datagram, uint32_t seq
       std::memcpy(&error, message.data() + kMsgHeader, sizeof(error));
       answer.complete = true;
       answer.error = error.error < 0 ? -error.error : error.error;
-      if (answer.error != 0) answer.extack = extackText(message, header, error);
+      if (answer.error != 0) answer.extack = netlinkExtackText(message, header, error);
       continue;
     }
     if (RDMA_NL_GET_CLIENT(header.nlmsg_type) != RDMA_NL_NLDEV) continue;
-    auto attributes = splitAttributes(message.subspan(kMsgHeader));
+    auto attributes = splitNetlinkAttributes(message.subspan(kMsgHeader));
     if (!attributes) {
       return malformed("malformed RDMA netlink reply: an attribute overruns the message");
     }
@@ -293,12 +251,12 @@ core::Result<std::optional<uint32_t>> decodeUverbsDriverId(const RdmaNlReply& re
 core::Result<std::map<std::string, uint64_t>> decodeRdmaResourceSummary(const RdmaNlReply& reply) {
   const std::vector<uint8_t>* summary = find(reply, RDMA_NLDEV_ATTR_RES_SUMMARY);
   if (summary == nullptr) return malformed("malformed resource reply: no summary");
-  auto entries = splitAttributes(*summary);
+  auto entries = splitNetlinkAttributes(*summary);
   if (!entries) return malformed("malformed resource reply: an entry overruns the summary");
   std::map<std::string, uint64_t> counts;
   for (const Attribute& entry : *entries) {
     if (entry.type != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY) continue;
-    auto fields = splitAttributes(entry.payload);
+    auto fields = splitNetlinkAttributes(entry.payload);
     if (!fields) return malformed("malformed resource reply: a field overruns its entry");
     std::optional<std::string> name;
     std::optional<uint64_t> current;
