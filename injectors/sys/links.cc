@@ -9,6 +9,7 @@
 #include <netlink/route/link.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "injectors/sys/netlink_status.h"
 #include "injectors/sys/route_socket_pool.h"
@@ -134,38 +135,27 @@ class NetlinkLinkControl : public LinkControl {
     return addresses;
   }
 
-  // One RTM_NEWLINK that names the device (ifi_index 0) and changes IFF_UP only: no read of the
-  // link first, so a flap phase is one round trip on a pooled socket.
+  // A link change is one RTM_NEWLINK that names the device (ifi_index 0): no read of the link
+  // first, so a flap phase is one round trip on a pooled socket.
   core::Status setAdminUp(const std::string& netns, const std::string& ifname, bool up) override {
-    if (!isValidIfname(ifname)) return invalidIfname(ifname);
-    return RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
-      nl_msg* msg = nlmsg_alloc_simple(RTM_NEWLINK, 0);
-      if (msg == nullptr) {
-        return core::Status(core::StatusCode::kInternal, "cannot allocate a link change");
-      }
-      ifinfomsg change{};
-      change.ifi_family = AF_UNSPEC;
-      change.ifi_index = 0;  // by IFLA_IFNAME
-      change.ifi_change = IFF_UP;
-      change.ifi_flags = up ? IFF_UP : 0;
-      if (nlmsg_append(msg, &change, sizeof(change), NLMSG_ALIGNTO) < 0 ||
-          nla_put_string(msg, IFLA_IFNAME, ifname.c_str()) < 0) {
-        nlmsg_free(msg);
-        return core::Status(core::StatusCode::kInternal, "cannot build a link change");
-      }
-      const int err = nl_send_sync(sock, msg);  // sends, waits for the ack, frees msg
-      if (err < 0) {
-        if (nlStatusCode(err) == core::StatusCode::kNotFound) {
-          return nlStatusWithMessage(err, noSuchDevice(netns, ifname));
-        }
-        return nlStatus(err, std::string("cannot set ") + ifname + (up ? " up" : " down"));
-      }
-      return core::Status::ok();
-    });
+    return changeLink(netns, ifname, IFF_UP, up ? IFF_UP : 0, nullptr,
+                      std::string("cannot set ") + ifname + (up ? " up" : " down"));
   }
 
-  // One RTM_NEWLINK that names the device and carries IFLA_MTU, like setAdminUp.
   core::Status setMtu(const std::string& netns, const std::string& ifname, uint32_t mtu) override {
+    return changeLink(
+        netns, ifname, 0, 0, [mtu](nl_msg* msg) { return nla_put_u32(msg, IFLA_MTU, mtu); },
+        "cannot set the MTU of " + ifname + " to " + std::to_string(mtu));
+  }
+
+ private:
+  // Sends the change of `flags` under `flag_mask`, with the attributes `attributes` adds (null:
+  // none), and waits for the ack. `failure` names what failed, for errors other than a missing
+  // device.
+  core::Status changeLink(const std::string& netns, const std::string& ifname,
+                          unsigned int flag_mask, unsigned int flags,
+                          const std::function<int(nl_msg*)>& attributes,
+                          const std::string& failure) {
     if (!isValidIfname(ifname)) return invalidIfname(ifname);
     return RouteSocketPool::shared().with(netns, [&](nl_sock* sock) -> core::Status {
       nl_msg* msg = nlmsg_alloc_simple(RTM_NEWLINK, 0);
@@ -175,9 +165,11 @@ class NetlinkLinkControl : public LinkControl {
       ifinfomsg change{};
       change.ifi_family = AF_UNSPEC;
       change.ifi_index = 0;  // by IFLA_IFNAME
+      change.ifi_change = flag_mask;
+      change.ifi_flags = flags;
       if (nlmsg_append(msg, &change, sizeof(change), NLMSG_ALIGNTO) < 0 ||
           nla_put_string(msg, IFLA_IFNAME, ifname.c_str()) < 0 ||
-          nla_put_u32(msg, IFLA_MTU, mtu) < 0) {
+          (attributes && attributes(msg) < 0)) {
         nlmsg_free(msg);
         return core::Status(core::StatusCode::kInternal, "cannot build a link change");
       }
@@ -186,7 +178,7 @@ class NetlinkLinkControl : public LinkControl {
         if (nlStatusCode(err) == core::StatusCode::kNotFound) {
           return nlStatusWithMessage(err, noSuchDevice(netns, ifname));
         }
-        return nlStatus(err, "cannot set the MTU of " + ifname + " to " + std::to_string(mtu));
+        return nlStatus(err, failure);
       }
       return core::Status::ok();
     });
