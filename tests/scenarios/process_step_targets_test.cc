@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include "scenarios/engine/agent_directory.h"
-#include "scenarios/engine/rank_plan.h"
 #include "scenarios/step_targets.h"
 
 namespace fabric_chaos::scenarios {
@@ -108,23 +107,6 @@ TEST(ProcessStepTargets, SelectorsThatDoNotNameProcessesAreRefusedBothWays) {
   with_sources.sources = {"vm1"};
   EXPECT_EQ(resolveStepTargets(step("verbs_cqe_error", with_sources), fabric).status().message(),
             "sources: verbs_cqe_error acts on processes and takes no traffic endpoints");
-}
-
-TEST(ProcessStepTargets, AScenarioWithAVerbsStepStartsItsRanksWithTheShimLoaded) {
-  const Fabric fabric = vmFabric();
-  Scenario scenario;
-  scenario.workload.transport = "verbs";
-  scenario.steps.push_back(step("link_flap", host("vm0")));
-  EXPECT_FALSE(armsVerbsShim(scenario));
-  auto plain = planRanks(scenario, fabric, 17001);
-  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
-  for (const PlannedRank& r : *plain) EXPECT_FALSE(r.spec.verbs_shim);
-  scenario.steps.push_back(step("verbs_cqe_error", rank(1)));
-  EXPECT_TRUE(armsVerbsShim(scenario));
-  auto shimmed = planRanks(scenario, fabric, 17001);
-  ASSERT_TRUE(shimmed.isOk()) << shimmed.status().toString();
-  ASSERT_EQ(shimmed->size(), 3u);
-  for (const PlannedRank& r : *shimmed) EXPECT_TRUE(r.spec.verbs_shim) << r.spec.rank;
 }
 
 }  // namespace

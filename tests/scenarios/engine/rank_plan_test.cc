@@ -145,5 +145,26 @@ TEST(RankPlan, AnInfinibandFabricRunsTheIbProbeAttachedAtEachHost) {
   EXPECT_THAT(on_ethernet.status().message(), HasSubstr("fabric vm-lab is not one"));
 }
 
+TEST(RankPlan, AScenarioWithAVerbsStepStartsItsRanksWithTheShimLoaded) {
+  Scenario scenario = scenarioWith({});
+  FaultStep flap;
+  flap.kind = "link_flap";
+  flap.target.host = "vm0";
+  scenario.steps.push_back(flap);
+  EXPECT_FALSE(armsVerbsShim(scenario));
+  auto plain = planRanks(scenario, threeHostFabric(), 17001);
+  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
+  for (const PlannedRank& r : *plain) EXPECT_FALSE(r.spec.verbs_shim);
+  FaultStep cqe;
+  cqe.kind = "verbs_cqe_error";
+  cqe.target.rank = 1;
+  scenario.steps.push_back(cqe);
+  EXPECT_TRUE(armsVerbsShim(scenario));
+  auto shimmed = planRanks(scenario, threeHostFabric(), 17001);
+  ASSERT_TRUE(shimmed.isOk()) << shimmed.status().toString();
+  ASSERT_EQ(shimmed->size(), 3u);
+  for (const PlannedRank& r : *shimmed) EXPECT_TRUE(r.spec.verbs_shim) << r.spec.rank;
+}
+
 }  // namespace
 }  // namespace fabric_chaos::scenarios
