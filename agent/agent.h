@@ -16,8 +16,23 @@
 #include "injectors/injector.h"
 #include "injectors/sys/rdma_devices.h"
 #include "injectors/sys/verbs_shim_channel.h"
+#include "workload/steps/step_parser.h"
 
 namespace fabric_chaos::agent {
+
+// An external workload's rank (docs/workloads.md): run by `fabric-chaos exec-rank`, which reads
+// the command's output as steps. Only an agent started with --allow-exec runs one.
+struct ExecRankSpec {
+  std::vector<std::string> command;  // program and arguments; "{script}" names `script`
+  std::string script;                // a shipped script ("pytorch-ddp"), or ""
+  std::vector<std::string> env;      // NAME=VALUE, added to the rank's environment
+  workload::StepParserSpec parser;
+  int64_t silence_ms = 60000;
+  bool reports_steps = true;  // false: the command prints no steps (only rank 0 of an MPI job)
+  std::string master_addr;    // rank 0's address
+  int master_port = 0;
+  std::string ifname;  // the interface listen_addr is on, in the rank's namespace
+};
 
 struct RankSpec {
   int rank = 0;
@@ -32,8 +47,9 @@ struct RankSpec {
   int64_t peer_timeout_ms = 10000;
   int64_t reconnect_budget_ms = 30000;
   int64_t max_duration_ms = 600000;  // the rank exits by itself after this long
-  // "tcp", "verbs" (RC QPs over an RDMA device) or "ib_probe" (the IB lab's workload,
-  // workload/ib_probe.h: next_addr is then the port GUID its PathRecords ask for).
+  // "tcp", "verbs" (RC QPs over an RDMA device), "ib_probe" (the IB lab's workload,
+  // workload/ib_probe.h: next_addr is then the port GUID its PathRecords ask for) or "exec" (an
+  // external workload, `exec` below; the ring's fields are unused).
   std::string transport = "tcp";
   int dscp = 0;  // IPv4 DSCP of the ring's traffic
   // ib_probe in the IB lab: the simulated node it attaches at (SIM_HOST), through `ib_preload`
@@ -44,6 +60,7 @@ struct RankSpec {
   // Load the verbs fault library (docs/verbs-faults.md) in the rank, so that the verbs_* kinds
   // can arm it: the scenario has such a step. The rank's agent knows where the library is.
   bool verbs_shim = false;
+  ExecRankSpec exec = {};
 };
 
 // Receives what the ranks report. Called from the agent's reader threads.

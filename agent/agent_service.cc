@@ -294,7 +294,7 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
 
 Status checkTargetAllowed(const injectors::Target& target, const std::vector<std::string>& allowed,
                           const std::vector<std::string>& management, bool empty_allows_any,
-                          std::string_view remedy) {
+                          std::string_view remedy, const RdmaNetdevLookup& rdma_netdev) {
   if (const auto* traffic = std::get_if<injectors::TrafficSetTarget>(&target)) {
     // Traffic flows between interfaces: every endpoint this agent touches must be one it may
     // (a sources part's sink is another host's).
@@ -303,6 +303,27 @@ Status checkTargetAllowed(const injectors::Target& target, const std::vector<std
           checkTargetAllowed(endpoint, allowed, management, empty_allows_any, remedy));
     }
     return Status::ok();
+  }
+  if (const auto* port = std::get_if<injectors::RdmaPortTarget>(&target)) {
+    const std::string shown = injectors::describe(target);
+    if (!rdma_netdev) {
+      return Status(StatusCode::kPermissionDenied,
+                    "fault target " + shown + " is refused: this agent does not act on RDMA " +
+                        "ports (the host's own agent, fabric-chaos agent, does)");
+    }
+    auto netdev = rdma_netdev(*port);
+    if (!netdev.isOk()) return netdev.status().withContext("fault target " + shown);
+    if (netdev->empty()) {
+      return Status(StatusCode::kPermissionDenied,
+                    "fault target " + shown + " is refused: the port has no netdev (native " +
+                        "InfiniBand), and this agent's allowlist names netdevs");
+    }
+    injectors::InterfaceTarget carrier;
+    carrier.ifname = *netdev;
+    Status verdict = checkTargetAllowed(carrier, allowed, management, empty_allows_any, remedy);
+    if (verdict.isOk()) return verdict;
+    return Status(verdict.code(),
+                  "fault target " + shown + " sends through " + *netdev + ": " + verdict.message());
   }
   const injectors::TargetType type = injectors::typeOf(target);
   if (type == injectors::TargetType::kProcess) {
@@ -932,7 +953,8 @@ HttpResponse AgentService::applyFault(const std::string& body) {
     return errorResponse(Status(StatusCode::kUnavailable, "the agent is shutting down"));
   }
   if (Status s = checkTargetAllowed(fault->target, options_.allowed_interfaces,
-                                    options_.management_interfaces);
+                                    options_.management_interfaces, true, kRestartWithAllow,
+                                    options_.rdma_netdev);
       !s.isOk()) {
     core::logWarn("agent: refused " + injectors::describe(*fault) + ": " + s.message());
     return errorResponse(s);
@@ -1085,14 +1107,19 @@ HttpResponse AgentService::revertByDescription(const std::string& body) {
     }
     return jsonResponse(200, {{"reverted", "active"}, {"id", id}});
   }
-  if (Status s = checkTargetAllowed(fault->target, options_.allowed_interfaces,
-                                    options_.management_interfaces);
+  auto known = recent_priors_.find(injectors::faultKey(*fault));
+  const bool have_prior = known != recent_priors_.end();
+  // A fault with a recent prior was applied here, so its target was allowed; asking again could
+  // refuse it for what the fault itself did (rdma_device_remove: the device, which the lookup of
+  // its netdev needs, is gone).
+  if (Status s = have_prior ? Status::ok()
+                            : checkTargetAllowed(fault->target, options_.allowed_interfaces,
+                                                 options_.management_interfaces, true,
+                                                 kRestartWithAllow, options_.rdma_netdev);
       !s.isOk()) {
     // The agent never applies a fault there, so there is nothing to put back.
     return jsonResponse(200, {{"reverted", "none"}, {"reason", s.message()}});
   }
-  auto known = recent_priors_.find(injectors::faultKey(*fault));
-  const bool have_prior = known != recent_priors_.end();
   const json prior = have_prior ? known->second : json::object();
   if (Status s = agent_.revertFault(*fault, prior); !s.isOk()) {
     return errorResponse(s.withContext("reverting " + injectors::describe(*fault)));

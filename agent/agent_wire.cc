@@ -41,25 +41,97 @@ core::Result<int64_t> intField(const json& doc, const std::string& name, int64_t
   return value;
 }
 
+json execRankToJson(const ExecRankSpec& exec) {
+  return json{{"command", exec.command},
+              {"script", exec.script},
+              {"env", exec.env},
+              {"format", workload::stepFormatName(exec.parser.format)},
+              {"pattern", exec.parser.pattern},
+              {"placement", workload::ncclPlacementName(exec.parser.placement)},
+              {"silence_ms", exec.silence_ms},
+              {"reports_steps", exec.reports_steps},
+              {"master_addr", exec.master_addr},
+              {"master_port", exec.master_port},
+              {"ifname", exec.ifname}};
+}
+
+core::Result<ExecRankSpec> execRankFromJson(const json& doc) {
+  if (!doc.is_object()) return invalid("exec", "must be an object");
+  FC_RETURN_IF_ERROR(
+      onlyFields(doc, {"command", "script", "env", "format", "pattern", "placement", "silence_ms",
+                       "reports_steps", "master_addr", "master_port", "ifname"}));
+  ExecRankSpec exec;
+  auto strings = [&](const char* name, std::vector<std::string>& out) -> Status {
+    auto it = doc.find(name);
+    if (it == doc.end()) return Status::ok();
+    if (!it->is_array()) return invalid(std::string("exec.") + name, "must be an array");
+    for (const json& item : *it) {
+      if (!item.is_string()) return invalid(std::string("exec.") + name, "must hold strings");
+      out.push_back(item.get<std::string>());
+    }
+    return Status::ok();
+  };
+  FC_RETURN_IF_ERROR(strings("command", exec.command));
+  FC_RETURN_IF_ERROR(strings("env", exec.env));
+  if (exec.command.empty()) return invalid("exec.command", "must name a program");
+  auto text = [&](const char* name, const char* fallback, std::string& out) -> Status {
+    auto it = doc.find(name);
+    out = fallback;
+    if (it == doc.end()) return Status::ok();
+    if (!it->is_string()) return invalid(std::string("exec.") + name, "must be a string");
+    out = it->get<std::string>();
+    return Status::ok();
+  };
+  std::string format_name, placement_name;
+  FC_RETURN_IF_ERROR(text("script", "", exec.script));
+  FC_RETURN_IF_ERROR(text("pattern", "", exec.parser.pattern));
+  FC_RETURN_IF_ERROR(text("format", "jsonl", format_name));
+  FC_RETURN_IF_ERROR(text("placement", "out-of-place", placement_name));
+  FC_RETURN_IF_ERROR(text("master_addr", "", exec.master_addr));
+  FC_RETURN_IF_ERROR(text("ifname", "", exec.ifname));
+  const auto format = workload::parseStepFormat(format_name);
+  if (!format) return invalid("exec.format", "must be jsonl, regex or nccl-tests");
+  exec.parser.format = *format;
+  const auto placement = workload::parseNcclPlacement(placement_name);
+  if (!placement) return invalid("exec.placement", "must be out-of-place or in-place");
+  exec.parser.placement = *placement;
+  if (auto it = doc.find("reports_steps"); it != doc.end()) {
+    if (!it->is_boolean()) return invalid("exec.reports_steps", "must be a boolean");
+    exec.reports_steps = it->get<bool>();
+  }
+  if (Status s = workload::checkStepParserSpec(exec.parser); !s.isOk()) {
+    return invalid("exec", s.message());
+  }
+  auto silence = intField(doc, "silence_ms", 0, 86'400'000, exec.silence_ms);
+  if (!silence.isOk()) return silence.status();
+  exec.silence_ms = silence.value();
+  auto port = intField(doc, "master_port", 0, 65535, exec.master_port);
+  if (!port.isOk()) return port.status();
+  exec.master_port = static_cast<int>(port.value());
+  return exec;
+}
+
 json rankSpecToJson(const RankSpec& spec) {
-  return json{{"rank", spec.rank},
-              {"world", spec.world},
-              {"netns", spec.netns},
-              {"listen_addr", spec.listen_addr},
-              {"port", spec.port},
-              {"next_addr", spec.next_addr},
-              {"next_port", spec.next_port},
-              {"message_bytes", spec.message_bytes},
-              {"compute_ms", spec.compute_ms},
-              {"peer_timeout_ms", spec.peer_timeout_ms},
-              {"reconnect_budget_ms", spec.reconnect_budget_ms},
-              {"max_duration_ms", spec.max_duration_ms},
-              {"transport", spec.transport},
-              {"dscp", spec.dscp},
-              {"ib_node", spec.ib_node},
-              {"ib_preload", spec.ib_preload},
-              {"ib_dir", spec.ib_dir},
-              {"verbs_shim", spec.verbs_shim}};
+  json doc = json{{"rank", spec.rank},
+                  {"world", spec.world},
+                  {"netns", spec.netns},
+                  {"listen_addr", spec.listen_addr},
+                  {"port", spec.port},
+                  {"next_addr", spec.next_addr},
+                  {"next_port", spec.next_port},
+                  {"message_bytes", spec.message_bytes},
+                  {"compute_ms", spec.compute_ms},
+                  {"peer_timeout_ms", spec.peer_timeout_ms},
+                  {"reconnect_budget_ms", spec.reconnect_budget_ms},
+                  {"max_duration_ms", spec.max_duration_ms},
+                  {"transport", spec.transport},
+                  {"dscp", spec.dscp},
+                  {"ib_node", spec.ib_node},
+                  {"ib_preload", spec.ib_preload},
+                  {"ib_dir", spec.ib_dir},
+                  {"verbs_shim", spec.verbs_shim}};
+  if (spec.transport == "exec") doc["exec"] = execRankToJson(spec.exec);
+  return doc;
 }
 
 core::Result<RankSpec> rankSpecFromJson(const json& doc) {
@@ -67,7 +139,7 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
   FC_RETURN_IF_ERROR(onlyFields(doc, {"rank", "world", "netns", "listen_addr", "port", "next_addr",
                                       "next_port", "message_bytes", "compute_ms", "peer_timeout_ms",
                                       "reconnect_budget_ms", "max_duration_ms", "transport", "dscp",
-                                      "ib_node", "ib_preload", "ib_dir", "verbs_shim"}));
+                                      "ib_node", "ib_preload", "ib_dir", "verbs_shim", "exec"}));
   RankSpec spec;
   auto str = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);
@@ -104,8 +176,14 @@ core::Result<RankSpec> rankSpecFromJson(const json& doc) {
     if (!it->is_boolean()) return invalid("verbs_shim", "must be a boolean");
     spec.verbs_shim = it->get<bool>();
   }
-  if (spec.transport != "tcp" && spec.transport != "verbs" && spec.transport != "ib_probe") {
-    return invalid("transport", "must be \"tcp\", \"verbs\" or \"ib_probe\"");
+  if (spec.transport != "tcp" && spec.transport != "verbs" && spec.transport != "ib_probe" &&
+      spec.transport != "exec") {
+    return invalid("transport", "must be \"tcp\", \"verbs\", \"ib_probe\" or \"exec\"");
+  }
+  if (spec.transport == "exec") {
+    auto exec = execRankFromJson(doc.value("exec", json()));
+    if (!exec.isOk()) return exec.status();
+    spec.exec = std::move(exec.value());
   }
   return spec;
 }

@@ -281,6 +281,12 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
     }
     return argv;
   }
+  if (spec.transport == "exec") {
+    std::vector<std::string> argv = {self_exe, "exec-rank"};
+    const std::vector<std::string> args = execRankArguments(spec, shim);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   std::vector<std::string> argv;
   if (spec.verbs_shim) {
     argv = {"/usr/bin/env", "LD_PRELOAD=" + shim.library, "FABRIC_CHAOS_VERBS_DIR=" + shim.dir,
@@ -317,6 +323,13 @@ std::vector<std::string> LocalAgent::rankArgv(const std::string& self_exe, const
 core::Result<std::unique_ptr<WorkloadHandle>> LocalAgent::startWorkload(
     const std::vector<RankSpec>& ranks, int64_t origin_ns, WorkloadListener* listener) {
   for (const auto& spec : ranks) {
+    if (spec.transport == "exec" && !options_.allow_exec) {
+      return Status(StatusCode::kPermissionDenied,
+                    "rank " + std::to_string(spec.rank) +
+                        " is an external workload (a command run as this agent's user), and this "
+                        "agent does not run commands for its controller: start it with "
+                        "--allow-exec (serve --allow-exec for the embedded agent)");
+    }
     if (spec.verbs_shim && options_.verbs_shim_library.empty()) {
       return Status(StatusCode::kFailedPrecondition,
                     "rank " + std::to_string(spec.rank) +

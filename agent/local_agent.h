@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/exec_rank_args.h"
 #include "injectors/registry.h"
 #include "injectors/sys/links.h"
 #include "injectors/sys/process.h"
@@ -49,13 +50,9 @@ struct LocalAgentOptions {
   std::string verbs_shim_dir = {};
   // The shim-loaded programs info() lists; null: none.
   sys::VerbsShimChannel* verbs_shims = nullptr;
-};
-
-// How a rank loads the verbs fault library: LD_PRELOAD, its control directory, and its rank
-// (FABRIC_CHAOS_RANK, which the library reports so that a fault can name the rank).
-struct VerbsShimLoad {
-  std::string library;
-  std::string dir;
+  // Whether ranks of external workloads (RankSpec transport "exec": a command the controller
+  // names, run as this agent's user) may start. Off unless the operator says so (--allow-exec).
+  bool allow_exec = false;
 };
 
 class LocalAgent : public Agent {

@@ -48,12 +48,15 @@ Options:
   --loss-backend netem|nftables
                        packet_loss's default backend (default: netem when the kernel has
                        sch_netem, else nftables); a fault's params.backend overrides it
+  --allow-exec         run external workloads (docs/workloads.md): commands the controller
+                       names, run as this agent's user. Off by default: without it such ranks
+                       are refused
 )";
 
 core::FlagRules agentFlagRules() {
   return {{"listen", "token", "token-file", "allow", "mgmt-if", "state-dir", "log-dir", "agent-id",
            "loss-backend"},
-          {"help"}};
+          {"help", "allow-exec"}};
 }
 
 std::string readFile(const std::string& path, bool* ok) {
@@ -144,7 +147,7 @@ int agentMain(int argc, char** argv) {
   const sigset_t signals = blockStopSignals();
 
   LocalStack stack(selfExePath(), log_dir, {}, *registry_options, {}, FABRIC_CHAOS_VERSION,
-                   verbs_dir);
+                   verbs_dir, flags.has("allow-exec"));
   agent::LocalAgent& local_agent = stack.local_agent;
   auto probe = agent::makeSystemHostProbe();
 
@@ -154,6 +157,12 @@ int agentMain(int argc, char** argv) {
   options.version = FABRIC_CHAOS_VERSION;
   options.allowed_interfaces = core::splitCommaList(flags.getOr("allow", ""));
   options.journal_path = state_dir + "/agent-journal.json";
+  options.rdma_netdev = [&control = *stack.rdma_control](
+                            const injectors::RdmaPortTarget& port) -> core::Result<std::string> {
+    auto link = control.port(port.device, port.port);
+    if (!link.isOk()) return link.status();
+    return link->netdev;
+  };
   if (auto mgmt = flags.get("mgmt-if")) {
     options.management_interfaces = core::splitCommaList(*mgmt);
   } else {

@@ -14,6 +14,10 @@ namespace fabric_chaos::app {
 int serveMain(int argc, char** argv);
 int labMain(int argc, char** argv);
 int workloadMain(int argc, char** argv);
+// One rank of an external workload (app/exec_rank_cmd.cc); argv[0] is "exec-rank".
+int execRankMain(int argc, char** argv);
+// Prints a shipped workload script; argv[0] is "workload-script", argv[1] its name.
+int workloadScriptMain(int argc, char** argv);
 int agentMain(int argc, char** argv);
 // The pfc_storm emitter (app/pfc_emit_cmd.cc); argv[0] is "pfc-emit".
 int pfcEmitMain(int argc, char** argv);

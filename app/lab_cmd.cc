@@ -2,9 +2,11 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <regex>
 
 #include "app/cli.h"
 #include "app/ib_lab_cmd.h"
+#include "app/slurm_lab_cmd.h"
 #include "core/command_line.h"
 #include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/sys/command.h"
@@ -40,6 +42,16 @@ Options:
 Namespace lab topology (--kind netns):
   --topology T       star (default: hosts fcl-h0.. on bridge fcl-sw0) or leaf-spine (routed
                      leaves fcl-l0.. and spines fcl-s0.., ECMP over the spines; docs/lab.md)
+  --name NAME        the lab's name and its fabric file's (default netns-lab)
+  --prefix P         its namespaces' prefix, 1-8 lower-case letters, digits or '-' (default fcl)
+  --subnet A.B.C     star: the hosts' /24, host i at A.B.C.(i+1) (default 10.200.0)
+  --with-slurm       up, star: also a Slurm cluster made of the lab (nodes h0.., partition "lab"):
+                     one munged, slurmctld in namespace <prefix>-slurmctl at A.B.C.250 on the
+                     switch's bridge, one slurmd in each host namespace; its files in
+                     <state-dir>/slurm/<name>/ (slurm.conf, logs), and the fabric file's "slurm"
+                     names it. Submit from the controller namespace: SLURM_CONF=<that slurm.conf>
+                     nsenter --net=/run/netns/fcl-slurmctl srun -N2 hostname. `lab down` always
+                     removes the cluster; a plain `lab up` too. See docs/lab.md, "Slurm on the lab"
   --leaves L         leaf-spine: leaves (default 2, 2..32; a multiple of --rails)
   --spines S         leaf-spine: spines (default 2, 1..16)
   --hosts-per-leaf H leaf-spine: hosts in each leaf's group (default 2, 1..32)
@@ -120,8 +132,11 @@ core::FlagRules labFlagRules() {
                          "subnet-managers",
                          "sm-polling-ms",
                          "sm-retries",
-                         "ready-timeout"},
-                        {"help", "no-agent", "pfc"}};
+                         "ready-timeout",
+                         "name",
+                         "prefix",
+                         "subnet"},
+                        {"help", "no-agent", "pfc", "with-slurm"}};
   rules.positional = true;  // the action
   return rules;
 }
@@ -205,6 +220,35 @@ core::Result<std::optional<scenarios::EgressModel>> egressFromFlags(const Flags&
   return std::optional<scenarios::EgressModel>(model);
 }
 
+// --name, --prefix and --subnet: which namespace lab this is, so that several live side by side.
+bool readLabNaming(const Flags& flags, lab::LabOptions& options) {
+  options.name = flags.getOr("name", options.name);
+  options.prefix = flags.getOr("prefix", options.prefix);
+  options.subnet = flags.getOr("subnet", options.subnet);
+  const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+  const struct {
+    const char* flag;
+    const std::string& value;
+    std::regex pattern;
+    const char* what;
+  } checks[] = {
+      {"name", options.name, std::regex("[A-Za-z0-9][A-Za-z0-9._-]{0,62}"),
+       "letters, digits, '.', '_' or '-' (at most 63, starting with a letter or digit)"},
+      {"prefix", options.prefix, std::regex("[a-z0-9-]{1,8}"),
+       "1-8 lower-case letters, digits or '-'"},
+      {"subnet", options.subnet, std::regex(octet + "\\." + octet + "\\." + octet),
+       "three octets such as 10.200.0"},
+  };
+  for (const auto& check : checks) {
+    if (!std::regex_match(check.value, check.pattern)) {
+      std::fprintf(stderr, "fabric-chaos lab: --%s must be %s, not \"%s\"\n", check.flag,
+                   check.what, check.value.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 int vmLabMain(const Flags& flags, const std::string& action) {
   for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails"}) {
     if (flags.has(netns_only)) {
@@ -285,8 +329,21 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   }
   lab::LabOptions options;
   options.state_dir = flags.getOr("state-dir", options.state_dir);
+  if (!readLabNaming(flags, options)) return 2;
   const std::string topology = flags.getOr("topology", "star");
   if (topology == "leaf-spine") {
+    if (flags.has("with-slurm")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --with-slurm needs the star topology, where the Slurm "
+                   "controller joins the hosts' bridge\n");
+      return 2;
+    }
+    if (flags.has("subnet")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --subnet is for the star; a leaf-spine numbers each leaf's "
+                   "hosts itself (docs/lab.md)\n");
+      return 2;
+    }
     if (flags.has("hosts")) {
       std::fprintf(stderr,
                    "fabric-chaos lab: --hosts is for the star; a leaf-spine has "
@@ -326,8 +383,14 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
   auto offloads = sys::makeEthtoolOffloads();
   auto sysctls = sys::makeProcSysctls();
   lab::NetnsLab lab(*runner, *offloads, *sysctls, options);
+  LabSlurm slurm(*runner, options);
   if (action == "up") {
-    auto fabric = lab.up(print);
+    auto fabric = [&]() -> core::Result<scenarios::Fabric> {
+      if (flags.has("with-slurm")) return slurm.upWithLab(lab, print);
+      // A Slurm cluster an earlier `--with-slurm` left goes: this lab has none.
+      FC_RETURN_IF_ERROR(slurm.down(print));
+      return lab.up(print);
+    }();
     if (!fabric.isOk()) return labOutcome("up", fabric.status());
     for (const auto& host : fabric->hosts) {
       std::cout << "  " << host.name << "  netns " << host.netns;
@@ -337,8 +400,10 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
     return 0;
   }
   if (action == "down") {
-    auto status = lab.down(print);
-    return labOutcome("down", status);
+    // Slurm first, while its nodes' namespaces are still there, and even when that fails.
+    const core::Status slurm_down = slurm.down(print);
+    const core::Status lab_down = lab.down(print);
+    return labOutcome("down", slurm_down.isOk() ? lab_down : slurm_down);
   }
   auto status = lab.status();
   if (!status.isOk()) return labOutcome("status", status.status());
@@ -348,6 +413,7 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
     std::cout << ", " << status->missing_namespaces.size() << " missing";
   }
   std::cout << "; fabric file " << status->fabric_file << ")\n";
+  std::cout << slurm.statusLine() << "\n";
   return status->up ? 0 : 3;
 }
 
@@ -375,6 +441,15 @@ int labMain(int argc, char** argv) {
     return 2;
   }
   const std::string kind = flags.getOr("kind", "netns");
+  if (kind == "vm" || kind == "ib") {
+    for (const char* netns_only : {"with-slurm", "name", "prefix", "subnet"}) {
+      if (flags.has(netns_only)) {
+        std::fprintf(stderr, "fabric-chaos lab: --%s is for the namespace lab (--kind netns)\n",
+                     netns_only);
+        return 2;
+      }
+    }
+  }
   if (kind == "vm" || kind == "netns") {
     for (const char* ib_only : kIbLabOnlyFlags) {
       if (flags.has(ib_only)) {

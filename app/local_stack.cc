@@ -216,7 +216,7 @@ std::string verbsShimLibraryFor(const std::string& self_exe) {
 LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
                        agent::TargetGuard guard, const injectors::RegistryOptions& registry_options,
                        std::function<std::vector<std::string>()> netdev_namespaces,
-                       const std::string& version, const std::string& verbs_dir)
+                       const std::string& version, const std::string& verbs_dir, bool allow_exec)
     : links(sys::makeNetlinkLinkControl()),
       nftables(sys::makeLibNftables()),
       qdiscs(sys::makeNetlinkQdiscs()),
@@ -241,7 +241,8 @@ LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,
           *registry, *launcher,
           {self_exe, log_dir, std::move(guard), version, agent::makeSystemHostProbe()->hostname(),
            links.get(), rdma.get(), std::move(netdev_namespaces),
-           verbs_dir.empty() ? "" : verbsShimLibraryFor(self_exe), verbs_dir, verbs_shims.get()}) {
+           verbs_dir.empty() ? "" : verbsShimLibraryFor(self_exe), verbs_dir, verbs_shims.get(),
+           allow_exec}) {
   if (const int strays = emitters->stopRecorded(1000); strays > 0) {
     core::logWarn("stopped " + std::to_string(strays) +
                   " fault emitter(s) a previous run of this program left running (" + log_dir +

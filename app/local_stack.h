@@ -104,11 +104,12 @@ struct LocalStack {
   // netdev_namespaces: the namespaces whose netdevs the agent reports besides its own (serve:
   // fabricNamespaces of the registered fabrics); version: what the agent reports as its own.
   // verbs_dir: where shim-loaded programs put their control sockets (FABRIC_CHAOS_VERBS_DIR);
-  // "" leaves the verbs kinds out.
+  // "" leaves the verbs kinds out. allow_exec: --allow-exec (agent::LocalAgentOptions).
   LocalStack(const std::string& self_exe, const std::string& log_dir, agent::TargetGuard guard = {},
              const injectors::RegistryOptions& registry_options = {},
              std::function<std::vector<std::string>()> netdev_namespaces = {},
-             const std::string& version = "", const std::string& verbs_dir = "");
+             const std::string& version = "", const std::string& verbs_dir = "",
+             bool allow_exec = false);
   LocalStack(const LocalStack&) = delete;
   LocalStack& operator=(const LocalStack&) = delete;
 

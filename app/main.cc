@@ -24,6 +24,8 @@ Commands:
   agent      the per-host agent a remote controller drives over HTTP (VM lab, real hosts)
   lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
   workload   run one rank of the ring-allreduce probe (started by agents)
+  exec-rank  run one rank of an external workload and report its steps (started by agents)
+  workload-script NAME  print a shipped workload script (pytorch-ddp)
   run        the CI client: start a scenario or suite on a server, follow it, exit 0/1/2
   pfc-emit   send 802.1Qbb PFC pause frames on an interface (the pfc_storm fault's emitter)
   pfc-switch the PFC agent of a lab switch: ports pause on the 802.1Qbb frames they receive
@@ -59,6 +61,11 @@ int main(int argc, char** argv) {
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
   // The rank parser expects the subcommand name as argv[0].
   if (command == "workload") return fabric_chaos::app::workloadMain(argc - 1, argv + 1);
+  // argv[0] is the subcommand for both.
+  if (command == "exec-rank") return fabric_chaos::app::execRankMain(argc - 1, argv + 1);
+  if (command == "workload-script") {
+    return fabric_chaos::app::workloadScriptMain(argc - 1, argv + 1);
+  }
   if (command == "pfc-emit") return fabric_chaos::app::pfcEmitMain(argc - 1, argv + 1);
   if (command == "pfc-switch") return fabric_chaos::app::pfcSwitchMain(argc - 1, argv + 1);
   if (command == "traffic") return fabric_chaos::app::trafficMain(argc - 1, argv + 1);

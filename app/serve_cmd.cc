@@ -29,6 +29,7 @@
 #include "core/run_state.h"
 #include "core/steady_clock.h"
 #include "injectors/sys/command.h"
+#include "injectors/sys/process.h"
 #include "lab/fabric_catalog.h"
 #include "lab/netns_lab.h"
 #include "lab/switch_telemetry.h"
@@ -74,12 +75,15 @@ Options:
   --local-lease-ms N   the embedded agent's faults' lease (default 15000; 0 = none): if a run
                        holding a fault shows no progress for this long (serve wedged, stopped,
                        deadlocked), the guardian kills serve and reverts its faults
+  --allow-exec         the embedded agent runs external workloads (docs/workloads.md): commands
+                       a scenario names, run as serve's user; and workloads whose launcher is
+                       "slurm" are submitted with srun. Off by default
 )";
 
 core::FlagRules serveFlagRules() {
   return {{"listen", "db", "state-dir", "web-root", "with-lab", "demo", "admin-token-file",
            "allow-interface", "tls-cert", "tls-key", "loss-backend", "local-lease-ms"},
-          {"help", "exit-after-demo", "allow-management-interface", "no-auth"}};
+          {"help", "exit-after-demo", "allow-management-interface", "no-auth", "allow-exec"}};
 }
 
 // "SIGTERM from pid 1234 (fabric-chaos run ...)": who stopped us, for the log.
@@ -360,7 +364,7 @@ int serveMain(int argc, char** argv) {
       makeServeTargetGuard(
           catalog, {http_options.address, *extra_allowed, flags.has("allow-management-interface")}),
       *registry_options, [&catalog] { return fabricNamespaces(catalog.list()); },
-      FABRIC_CHAOS_VERSION, prepareVerbsShimDir(state_dir));
+      FABRIC_CHAOS_VERSION, prepareVerbsShimDir(state_dir), flags.has("allow-exec"));
   agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
@@ -369,7 +373,19 @@ int serveMain(int argc, char** argv) {
   });
   // Every modelled lab switch's queues (and PFC agent), read every 100 ms during a run.
   const auto switch_telemetry = lab::makeKernelSwitchTelemetry(state_dir);
-  scenarios::Engine engine({store.get(), &agents, &catalog, &clock, switch_telemetry.get()}, {});
+  // Slurm job steps (workload.launcher "slurm") run the scenario's command on the cluster: only
+  // with --allow-exec, like the agents' ranks.
+  const auto processes = sys::makeForkExecLauncher();
+  const auto commands = sys::makeCommandRunner();
+  const auto slurm =
+      flags.has("allow-exec")
+          ? scenarios::makeSlurmSubmitter(*processes, *commands, state_dir + "/slurm-steps")
+          : nullptr;
+  scenarios::EngineOptions engine_options;
+  engine_options.self_exe = selfExePath();
+  scenarios::Engine engine(
+      {store.get(), &agents, &catalog, &clock, switch_telemetry.get(), slurm.get()},
+      engine_options);
   // Scenarios are validated against the agents of the fabric they target, not this kernel.
   scenarios::FabricAgents fabric_agents(agents);
 

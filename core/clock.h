@@ -15,6 +15,12 @@ inline int64_t steadyNowNs() {
       .count();
 }
 
+inline int64_t wallNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 inline int64_t wallNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())

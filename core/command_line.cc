@@ -1,6 +1,7 @@
 #include "core/command_line.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 #include <sstream>
@@ -45,6 +46,13 @@ Result<CommandLine> parseCommandLine(const std::vector<std::string>& args, const
     line.flags.push_back({name, *value});
   }
   return line;
+}
+
+bool isEnvironmentName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::vector<std::string> commandLineArgs(int argc, char** argv, int first) {

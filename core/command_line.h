@@ -42,6 +42,9 @@ std::vector<std::string> commandLineArgs(int argc, char** argv, int first);
 Result<int64_t> parseFlagInteger(const std::string& flag, const std::string& text, int64_t min,
                                  int64_t max);
 
+// A POSIX environment variable name: letters, digits and '_', not starting with a digit.
+bool isEnvironmentName(const std::string& name);
+
 // A comma-separated flag value: each item trimmed of spaces and tabs, empty items dropped.
 std::vector<std::string> splitCommaList(const std::string& text);
 

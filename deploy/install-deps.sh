@@ -15,6 +15,10 @@ packages=(
   libibverbs-dev librdmacm-dev
   # the IB probe's SMInfo and SA PathRecord MADs (workload/sys/ib_management.cc)
   libibmad-dev libibumad-dev
+  # an external workload's step pattern: named groups, bounded matching (workload/step_parser.cc)
+  libpcre2-dev
+  # the pytorch-ddp workload: DDP over gloo on CPU (workload/scripts/pytorch_ddp.py)
+  python3-torch
   libgtest-dev libgmock-dev
   libssl-dev openssl
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
@@ -35,6 +39,9 @@ packages=(
   # the simulated InfiniBand subnet (docs/ib.md): ibsim and its umad2sim preload, OpenSM as the
   # subnet manager, and infiniband-diags (sminfo, ibnetdiscover, saquery) as its observers
   ibsim-utils opensm infiniband-diags
+  # a Slurm cluster made of the namespace lab (`lab up --with-slurm`, docs/lab.md): slurmctld and
+  # slurmd as its daemons, sinfo/srun/scontrol as its clients, munge as its authentication
+  slurmctld slurmd slurm-client munge
 )
 # Node.js builds the dashboard (uPlot from npm). Debian's nodejs/npm unless a newer one is there.
 command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -65,6 +72,13 @@ else
   if printf '%s\n' "${missing[@]}" | grep -qx opensm && [ -d /run/systemd/system ]; then
     systemctl disable --now opensm.service >/dev/null 2>&1 || true
   fi
+  # Likewise Slurm's own services: the lab runs its slurmctld and slurmd with its own slurm.conf
+  # and munged; the machine's /etc/slurm is the operator's. Only when this script installed them.
+  for unit in slurmctld slurmd; do
+    if printf '%s\n' "${missing[@]}" | grep -qx "$unit" && [ -d /run/systemd/system ]; then
+      systemctl disable --now "$unit.service" >/dev/null 2>&1 || true
+    fi
+  done
 fi
 
 # The VM lab's guest kernel (Debian's linux-image-6.12.*+deb12-amd64-unsigned) and its initramfs,

@@ -29,26 +29,9 @@ const char* kTools[][2] = {{"ibsim", "ibsim-utils"},
                            {"sminfo", "infiniband-diags"},
                            {"ibnetdiscover", "infiniband-diags"}};
 
-bool onPath(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (!dir.empty() && ::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The last `lines` lines of a log, for an error message.
 std::string logTail(const std::string& path, int lines = 8) {
-  const std::string text = readFile(path);
+  const std::string text = readTextFile(path);
   size_t at = text.size();
   for (int i = 0; i <= lines && at != std::string::npos && at > 0; ++i) {
     at = text.rfind('\n', at - 1);
@@ -108,7 +91,7 @@ Status IbLab::checkPrerequisites() {
   }
   std::string missing;
   for (const auto& [tool, package] : kTools) {
-    if (!onPath(tool))
+    if (!isOnPath(tool))
       missing += std::string(missing.empty() ? "" : ", ") + tool + " (" + package + ")";
   }
   if (!std::filesystem::exists(options_.preload)) {
@@ -198,7 +181,7 @@ Status IbLab::startSimulator(const Progress& progress) {
   if (!pid.isOk()) return pid.status();
   started_.push_back({"ibsim", *pid, spec.log_path, /*sm=*/false});
   const Clock::time_point start = Clock::now();
-  while (readFile(spec.log_path).find("sim>") == std::string::npos) {
+  while (readTextFile(spec.log_path).find("sim>") == std::string::npos) {
     if (const std::string dead = deadDaemon(); !dead.empty()) {
       return Status(StatusCode::kUnavailable, dead);
     }
@@ -309,7 +292,7 @@ core::Result<scenarios::Fabric> IbLab::up(const Progress& progress) {
   const scenarios::IbSimulator sim = simulatorOf(options_);
   auto current = status();
   if (!current.isOk()) return current.status();
-  if (current->up && readFile(sim.dir + "/options") == optionsRecord(options_)) {
+  if (current->up && readTextFile(sim.dir + "/options") == optionsRecord(options_)) {
     auto subnet = discover();
     auto fabric = readFabricFile(fabricFile());
     if (subnet.isOk() && fabric) {

@@ -1,5 +1,8 @@
 #include "lab/lab_common.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -84,6 +87,30 @@ Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErro
     FC_RETURN_IF_ERROR(runIp(runner, command, rules));
   }
   return Status::ok();
+}
+
+bool isOnPath(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && ::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string readTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trimRight(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  return text;
 }
 
 std::string fabricFilePath(const std::string& state_dir, const std::string& name) {

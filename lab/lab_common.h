@@ -48,6 +48,14 @@ std::vector<std::vector<std::string>> switchBridgeCommands(const std::string& sw
 // bridge's listening/learning states.
 core::Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules);
 
+// Whether `tool` is an executable file in a PATH directory (the system's when PATH is unset): a
+// lab's prerequisites, checked before anything is started.
+bool isOnPath(const std::string& tool);
+// The whole file, "" when it cannot be read (a log that is not there yet).
+std::string readTextFile(const std::string& path);
+// Without trailing newlines, spaces and carriage returns.
+std::string trimRight(std::string text);
+
 std::string fabricFilePath(const std::string& state_dir, const std::string& name);
 
 // The fabric file at `path` as JSON; nullopt when it is missing or not JSON.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "lab/leaf_spine_routing.h"
 #include "lab/pfc_agent.h"
 #include "lab/port_model.h"
+#include "lab/slurm_lab_plan.h"
 
 namespace fabric_chaos::lab {
 namespace {
@@ -152,10 +154,18 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeLab(options_);
-  if (current->up && readFabricFile(fabricFile()) == scenarios::toJson(fabric)) {
+  // A Slurm cluster on the lab (`lab up --with-slurm`, lab/slurm_lab.h) is not another lab: its
+  // "slurm" object and controller namespace are left out of the comparison, and left alone.
+  std::optional<nlohmann::json> on_disk = readFabricFile(fabricFile());
+  if (on_disk && on_disk->is_object()) on_disk->erase("slurm");
+  if (current->up && on_disk == scenarios::toJson(fabric)) {
     // The same description and every namespace there: nothing to do. Another size or topology
     // is a different lab.
     auto present = listOwnNamespaces();
+    if (present.isOk()) {
+      const std::string controller = slurmControllerNamespace(options_.prefix);
+      present->erase(std::remove(present->begin(), present->end(), controller), present->end());
+    }
     // A leaf-spine whose routing daemons died (killed, or a crash) cannot route around a fault:
     // rebuild it.
     const std::string missing =

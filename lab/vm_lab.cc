@@ -63,18 +63,6 @@ std::string macAddress(const char* prefix, int i) {
   return buffer;
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::string trimRight(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 // The guest mounts private tmpfs here, so host files below them are invisible to it.
 std::string hiddenInGuest(const std::string& path) {
   for (const char* dir : {"/tmp", "/run", "/var/tmp"}) {
@@ -98,7 +86,7 @@ namespace {
 // A running (not zombie) process.
 bool alive(pid_t pid) {
   if (pid <= 0) return false;
-  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = readTextFile("/proc/" + std::to_string(pid) + "/stat");
   auto close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
   const char state = stat[close_paren + 2];
@@ -106,7 +94,7 @@ bool alive(pid_t pid) {
 }
 
 std::vector<std::string> cmdlineOf(pid_t pid) {
-  std::string raw = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string raw = readTextFile("/proc/" + std::to_string(pid) + "/cmdline");
   std::vector<std::string> args;
   std::string current;
   for (char c : raw) {
@@ -122,7 +110,7 @@ std::vector<std::string> cmdlineOf(pid_t pid) {
 }
 
 pid_t readPidFile(const std::string& path) {
-  std::string text = trimRight(readFile(path));
+  std::string text = trimRight(readTextFile(path));
   if (text.empty()) return -1;
   try {
     return static_cast<pid_t>(std::stol(text));
@@ -400,7 +388,7 @@ Status VmLab::makeVisibleToGuests() {
   const bool have_cache = fs::exists(options_.cache_dir + "/vmlinuz");
   if (have_cache && !guestShareRoot(options_.guest_init).empty() &&
       fs::exists(options_.guest_init)) {
-    const std::string script = readFile(options_.guest_init);
+    const std::string script = readTextFile(options_.guest_init);
     const std::string copy = options_.cache_dir + "/guest-init-" +
                              std::to_string(std::hash<std::string>{}(script)) + ".sh";
     if (!fs::exists(copy)) {
@@ -578,7 +566,7 @@ Status VmLab::waitReady(const Progress& progress) {
       all = false;
       const std::string name = vmName(i);
       const std::string console_path = vmConsoleLog(options_, i);
-      const std::string console = readFile(console_path);
+      const std::string console = readTextFile(console_path);
       if (!ready[k]) {
         if (console.find("FC_GUEST_READY") != std::string::npos) {
           ready[k] = true;

@@ -246,6 +246,15 @@ double busBandwidthGBps(int64_t bytes, double duration_ms, int world_size) {
   return algBandwidthGBps(bytes, duration_ms) * busFactor(world_size);
 }
 
+std::string_view rateUnitName(RateUnit unit) {
+  return unit == RateUnit::kStepsPerSecond ? "steps_per_s" : "busbw_gbps";
+}
+
+double iterationRate(int64_t bytes, double duration_ms, int world_size) {
+  if (bytes > 0) return busBandwidthGBps(bytes, duration_ms, world_size);
+  return duration_ms > 0 ? 1000.0 / duration_ms : 0;
+}
+
 RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
                        const std::vector<FaultWindow>& faults, const AnalysisParams& params,
                        bool survived) {
@@ -256,15 +265,17 @@ RunAnalysis analyzeRun(const std::vector<core::Sample>& samples,
     it.duration = s.duration_ms;
     it.end = s.start_ms + s.duration_ms;
     it.bytes = s.bytes;
-    it.busbw = busBandwidthGBps(s.bytes, s.duration_ms, params.world_size);
+    it.busbw = iterationRate(s.bytes, s.duration_ms, params.world_size);
     by_rank[s.rank].push_back(it);
   }
+  RunAnalysis run;
+  // One unit per run: a workload either reports bytes or it does not.
+  if (!samples.empty() && samples.front().bytes <= 0) run.rate_unit = RateUnit::kStepsPerSecond;
   for (auto& [rank, its] : by_rank) {
     std::stable_sort(its.begin(), its.end(),
                      [](const Iteration& a, const Iteration& b) { return a.start < b.start; });
   }
 
-  RunAnalysis run;
   std::map<int, Baseline> baselines;
   std::vector<double> pooled;
   for (const auto& [rank, its] : by_rank) {
@@ -568,6 +579,7 @@ nlohmann::json toJson(const RunAnalysis& analysis) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepMetrics& m : analysis.steps) steps.push_back(toJson(m));
   return nlohmann::json{
+      {"rate_unit", rateUnitName(analysis.rate_unit)},
       {"baseline_busbw_gbps", analysis.baseline_busbw_gbps},
       {"baseline_iterations", analysis.baseline_iterations},
       {"steps", std::move(steps)},

@@ -19,6 +19,15 @@ namespace fabric_chaos::scenarios {
 double algBandwidthGBps(int64_t bytes, double duration_ms);
 double busBandwidthGBps(int64_t bytes, double duration_ms, int world_size);
 
+// What an iteration's rate is measured in. A workload that reports no bytes (an external job
+// whose steps carry only times, docs/workloads.md) is measured in steps per second, and every
+// figure named busbw then holds that rate: retained, recovery and the score are ratios to the
+// baseline, so they mean the same in either unit (docs/scoring.md).
+enum class RateUnit { kBusBandwidthGBps, kStepsPerSecond };
+std::string_view rateUnitName(RateUnit unit);  // "busbw_gbps", "steps_per_s"
+// busBandwidthGBps when bytes > 0, else steps per second (1000 / duration_ms).
+double iterationRate(int64_t bytes, double duration_ms, int world_size);
+
 // When a fault step was really in force (from the applied / reverted events, not the plan).
 struct FaultWindow {
   int step = 0;
@@ -77,6 +86,7 @@ struct StepMetrics {
 };
 
 struct RunAnalysis {
+  RateUnit rate_unit = RateUnit::kBusBandwidthGBps;  // of every busbw figure below
   double baseline_busbw_gbps = 0;
   int baseline_iterations = 0;
   std::vector<StepMetrics> steps;

@@ -24,6 +24,8 @@ using json_fields::readRequiredString;
 using json_fields::readString;
 
 constexpr size_t kMaxSteps = 64;
+// The kernel's IB_DEVICE_NAME_MAX less its terminating NUL.
+constexpr size_t kMaxRdmaDeviceName = 63;
 
 std::optional<int64_t> asInt64(const json& value) {
   if (value.is_number_unsigned()) {
@@ -93,17 +95,7 @@ Status readOptionalNumber(const json& obj, const std::string& path, std::string_
   return Status::ok();
 }
 
-Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
-  FC_RETURN_IF_ERROR(checkObject(obj, path,
-                                 {"transport", "hosts", "message_bytes", "compute_ms",
-                                  "peer_timeout_ms", "reconnect_budget_ms", "dscp"}));
-  if (const json* transport = find(obj, "transport")) {
-    if (!transport->is_string() ||
-        (*transport != "tcp" && *transport != "verbs" && *transport != "ib_probe")) {
-      return invalid(child(path, "transport"), "must be \"tcp\", \"verbs\" or \"ib_probe\"");
-    }
-    out.transport = transport->get<std::string>();
-  }
+Status parseHosts(const json& obj, const std::string& path, std::vector<std::string>& out) {
   if (const json* hosts = find(obj, "hosts")) {
     const std::string hosts_path = child(path, "hosts");
     if (!hosts->is_array()) return invalid(hosts_path, "must be an array of host names");
@@ -114,9 +106,54 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
       if (!seen.insert(host).second) {
         return invalid(element(hosts_path, i), "duplicate host " + host);
       }
-      out.hosts.push_back(std::move(host));
+      out.push_back(std::move(host));
     }
   }
+  return Status::ok();
+}
+
+Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
+  if (!obj.is_object()) return invalid(path, "must be a JSON object");
+  if (const json* kind = find(obj, "kind")) {
+    const auto parsed =
+        kind->is_string() ? parseWorkloadKind(kind->get<std::string>()) : std::nullopt;
+    if (!parsed)
+      return invalid(child(path, "kind"), "must be \"ring\", \"exec\" or \"pytorch-ddp\"");
+    out.kind = *parsed;
+  }
+  if (out.kind != WorkloadKind::kRing) {
+    for (const char* ring_field : {"transport", "message_bytes", "compute_ms", "peer_timeout_ms",
+                                   "reconnect_budget_ms", "dscp"}) {
+      if (find(obj, ring_field) != nullptr) {
+        return invalid(child(path, ring_field), "is a field of the ring workload, not of " +
+                                                    std::string(workloadKindName(out.kind)));
+      }
+    }
+    FC_RETURN_IF_ERROR(
+        checkObject(obj, path,
+                    {"kind", "hosts", "command", "env", "parser", "master_port", "silence_ms",
+                     "start_timeout_ms", "samples_from", "python", "args", "launcher", "slurm"}));
+    FC_RETURN_IF_ERROR(parseHosts(obj, path, out.hosts));
+    return parseExecWorkload(obj, path, out.kind, out.exec);
+  }
+  for (const char* exec_field : {"launcher", "slurm"}) {
+    if (find(obj, exec_field) != nullptr) {
+      return invalid(child(path, exec_field),
+                     "is for external workloads (exec, pytorch-ddp): the ring's ranks are started "
+                     "by the agents");
+    }
+  }
+  FC_RETURN_IF_ERROR(checkObject(obj, path,
+                                 {"kind", "transport", "hosts", "message_bytes", "compute_ms",
+                                  "peer_timeout_ms", "reconnect_budget_ms", "dscp"}));
+  if (const json* transport = find(obj, "transport")) {
+    if (!transport->is_string() ||
+        (*transport != "tcp" && *transport != "verbs" && *transport != "ib_probe")) {
+      return invalid(child(path, "transport"), "must be \"tcp\", \"verbs\" or \"ib_probe\"");
+    }
+    out.transport = transport->get<std::string>();
+  }
+  FC_RETURN_IF_ERROR(parseHosts(obj, path, out.hosts));
   FC_RETURN_IF_ERROR(
       readInt(obj, path, "message_bytes", 4096, int64_t{1} << 30, out.message_bytes));
   FC_RETURN_IF_ERROR(readInt(obj, path, "compute_ms", 0, 60000, out.compute_ms));
@@ -129,9 +166,37 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
   return Status::ok();
 }
 
+// rdma_device, rdma_port, gid_index: an RDMA port on the selected host or rank's machine.
+Status parseRdmaPort(const json& obj, const std::string& path, bool on_one_machine,
+                     TargetSelector& out) {
+  const json* device = find(obj, "rdma_device");
+  for (const char* key : {"rdma_port", "gid_index"}) {
+    if (device == nullptr && find(obj, key) != nullptr) {
+      return invalid(child(path, key), "goes with rdma_device");
+    }
+  }
+  if (device == nullptr) return Status::ok();
+  if (!on_one_machine) {
+    return invalid(child(path, "rdma_device"), "names a device on the selected host or rank");
+  }
+  FC_RETURN_IF_ERROR(readNonEmptyString(*device, child(path, "rdma_device"), out.rdma_device));
+  if (out.rdma_device.size() > kMaxRdmaDeviceName) {
+    return invalid(child(path, "rdma_device"), "an RDMA device name is at most 63 characters");
+  }
+  // The ranges injectors::RdmaPortTarget takes (8-bit port numbers, 16-bit GID table indexes).
+  if (find(obj, "rdma_port") != nullptr) {
+    FC_RETURN_IF_ERROR(readInt(obj, path, "rdma_port", 1, 255, out.rdma_port.emplace()));
+  }
+  if (find(obj, "gid_index") != nullptr) {
+    FC_RETURN_IF_ERROR(readInt(obj, path, "gid_index", 0, 65535, out.gid_index.emplace()));
+  }
+  return Status::ok();
+}
+
 Status parseTarget(const json& obj, const std::string& path, TargetSelector& out) {
-  FC_RETURN_IF_ERROR(checkObject(
-      obj, path, {"host", "link", "labels", "sm", "rank", "process", "side", "sources", "sink"}));
+  FC_RETURN_IF_ERROR(checkObject(obj, path,
+                                 {"host", "link", "labels", "sm", "rank", "process", "rdma_device",
+                                  "rdma_port", "gid_index", "side", "sources", "sink"}));
   const json* host = find(obj, "host");
   const json* link = find(obj, "link");
   const json* labels = find(obj, "labels");
@@ -156,6 +221,7 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
                      "a process name is at most 15 characters (/proc/PID/comm)");
     }
   }
+  FC_RETURN_IF_ERROR(parseRdmaPort(obj, path, host != nullptr || rank != nullptr, out));
   if (sm != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*sm, child(path, "sm"), out.sm));
   if (host != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*host, child(path, "host"), out.host));
   if (link != nullptr) FC_RETURN_IF_ERROR(readNonEmptyString(*link, child(path, "link"), out.link));
@@ -327,6 +393,9 @@ json targetToJson(const TargetSelector& target) {
   if (!target.sm.empty()) out["sm"] = target.sm;
   if (target.rank) out["rank"] = *target.rank;
   if (!target.process.empty()) out["process"] = target.process;
+  if (!target.rdma_device.empty()) out["rdma_device"] = target.rdma_device;
+  if (target.rdma_port) out["rdma_port"] = *target.rdma_port;
+  if (target.gid_index) out["gid_index"] = *target.gid_index;
   out["side"] = std::string(linkSideName(target.side));
   if (!target.sources.empty()) out["sources"] = target.sources;
   if (!target.sink.empty()) out["sink"] = target.sink;
@@ -378,6 +447,10 @@ std::string TargetSelector::describe() const {
     out = "rank " + std::to_string(*rank);
   } else {
     return "(empty selector)";
+  }
+  if (!rdma_device.empty()) {
+    out += " rdma " + rdma_device + "/" + std::to_string(rdma_port.value_or(1));
+    if (gid_index) out += " gid " + std::to_string(*gid_index);
   }
   for (size_t i = 0; i < sources.size(); ++i) out += (i == 0 ? " from " : ", ") + sources[i];
   if (!sink.empty()) out += " to " + sink;
@@ -438,17 +511,24 @@ json toJson(const Scenario& scenario) {
     stop["for_ms"] = scenario.stop_conditions.for_ms;
   }
   const WorkloadSpec& w = scenario.workload;
-  json doc = {{"version", scenario.version},
-              {"name", scenario.name},
-              {"description", scenario.description},
-              {"workload",
-               {{"transport", w.transport},
+  json workload;
+  if (w.kind == WorkloadKind::kRing) {
+    workload = {{"transport", w.transport},
                 {"hosts", w.hosts},
                 {"message_bytes", w.message_bytes},
                 {"compute_ms", w.compute_ms},
                 {"peer_timeout_ms", w.peer_timeout_ms},
                 {"reconnect_budget_ms", w.reconnect_budget_ms},
-                {"dscp", w.dscp}}},
+                {"dscp", w.dscp}};
+  } else {
+    workload = execWorkloadJson(w.kind, w.exec);
+    workload["kind"] = workloadKindName(w.kind);
+    workload["hosts"] = w.hosts;
+  }
+  json doc = {{"version", scenario.version},
+              {"name", scenario.name},
+              {"description", scenario.description},
+              {"workload", std::move(workload)},
               {"baseline_ms", scenario.baseline_ms},
               {"steps", std::move(steps)},
               {"recovery_ms", scenario.recovery_ms},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "scenarios/exec_workload.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -53,8 +54,14 @@ struct TargetSelector {
   // A process kind's processes by name (/proc/PID/comm, "ib_write_bw") on `host`; "" with host:
   // every shim-loaded process there.
   std::string process = {};
+  // An RDMA device kind's (rdma_*) port on the rank's or host's machine: the device ("rxe0"),
+  // its port (absent: 1) and, for rdma_gid_change, the GID table index (absent: 0).
+  std::string rdma_device = {};
+  std::optional<int> rdma_port = {};
+  std::optional<int> gid_index = {};
   // "host h1", "link h1-sw0", "labels {rack=r1}", "sm master", "rank 2", "host h1 process
-  // ib_write_bw"; "host h3 from h0, h1" with sources; "... to h3" with a sink.
+  // ib_write_bw", "rank 1 rdma rxe0/1 gid 1"; "host h3 from h0, h1" with sources; "... to h3" with
+  // a sink.
   std::string describe() const;
 };
 
@@ -67,8 +74,12 @@ struct FaultStep {
 };
 
 struct WorkloadSpec {
-  std::string transport = "tcp";   // "tcp" now; "verbs" on the VM lab
+  // The ring allreduce probe, or an external workload (docs/workloads.md) whose fields are `exec`.
+  WorkloadKind kind = WorkloadKind::kRing;
+  ExecWorkloadSpec exec;
   std::vector<std::string> hosts;  // empty = every host of the fabric
+  // The ring's fields.
+  std::string transport = "tcp";  // "tcp" now; "verbs" on the VM lab
   int64_t message_bytes = 1 << 20;
   int64_t compute_ms = 5;               // simulated compute between collectives
   int64_t peer_timeout_ms = 10000;      // a silent peer is reconnected after this long

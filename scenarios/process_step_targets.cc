@@ -1,6 +1,7 @@
 #include "scenarios/process_step_targets.h"
 
 #include "injectors/model/kind_spec.h"
+#include "scenarios/rank_hosts.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -26,9 +27,11 @@ std::optional<core::Result<std::vector<ResolvedTarget>>> resolveProcessStepTarge
   const TargetSelector& selector = step.target;
   if (!process_kind) {
     if (selector.rank) {
-      return Status(StatusCode::kInvalidArgument,
-                    "rank: only kinds that act on processes (verbs_*) take a rank; " + step.kind +
-                        " does not");
+      return Status(
+          StatusCode::kInvalidArgument,
+          "rank: only kinds that act on processes (verbs_*) or RDMA ports (rdma_*) take a "
+          "rank; " +
+              step.kind + " does not");
     }
     if (!selector.process.empty()) {
       return Status(StatusCode::kInvalidArgument,
@@ -43,19 +46,11 @@ std::optional<core::Result<std::vector<ResolvedTarget>>> resolveProcessStepTarge
                       " acts on processes and takes no traffic endpoints");
   }
   if (selector.rank) {
-    std::vector<std::string> hosts = workload_hosts;
-    if (hosts.empty()) {
-      for (const Host& host : fabric.hosts) hosts.push_back(host.name);
-    }
-    if (static_cast<size_t>(*selector.rank) >= hosts.size()) {
-      return Status(StatusCode::kUnprocessable, "rank " + std::to_string(*selector.rank) +
-                                                    ": the workload has " +
-                                                    std::to_string(hosts.size()) + " ranks (0 to " +
-                                                    std::to_string(hosts.size() - 1) + ")");
-    }
+    auto host = hostOfRank(*selector.rank, fabric, workload_hosts);
+    if (!host.isOk()) return host.status();
     injectors::ProcessTarget target;
     target.rank = *selector.rank;
-    return std::vector<ResolvedTarget>{onHost(hosts[static_cast<size_t>(*selector.rank)], target)};
+    return std::vector<ResolvedTarget>{onHost(*host, target)};
   }
   if (selector.host.empty()) {
     return Status(StatusCode::kInvalidArgument,

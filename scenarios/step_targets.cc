@@ -6,6 +6,7 @@
 #include "injectors/model/kind_spec.h"
 #include "scenarios/ib_step_targets.h"
 #include "scenarios/process_step_targets.h"
+#include "scenarios/rdma_step_targets.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
@@ -388,6 +389,7 @@ core::Result<std::vector<ResolvedTarget>> resolveTrafficSet(const FaultStep& ste
 
 core::Result<std::vector<ResolvedTarget>> resolveStepTargets(
     const FaultStep& step, const Fabric& fabric, const std::vector<std::string>& workload_hosts) {
+  if (auto rdma = resolveRdmaStepTargets(step, fabric, workload_hosts)) return std::move(*rdma);
   if (auto processes = resolveProcessStepTargets(step, fabric, workload_hosts)) {
     return std::move(*processes);
   }

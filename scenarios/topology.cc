@@ -249,8 +249,9 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
-  FC_RETURN_IF_ERROR(checkRoot(
-      doc, "fabric", {"name", "kind", "hosts", "switches", "links", "switch_links", "ib"}));
+  FC_RETURN_IF_ERROR(
+      checkRoot(doc, "fabric",
+                {"name", "kind", "hosts", "switches", "links", "switch_links", "ib", "slurm"}));
   FC_RETURN_IF_ERROR(readRequiredString(doc, "", "name", fabric.name));
   FC_RETURN_IF_ERROR(readString(doc, "", "kind", fabric.kind));
   if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
@@ -287,6 +288,16 @@ Status parseFabric(const json& doc, Fabric& fabric) {
         fabric.switch_links.push_back(std::move(link));
         return Status::ok();
       }));
+  if (const json* slurm = find(doc, "slurm")) {
+    core::Result<SlurmCluster> parsed = slurmClusterFromJson(*slurm);
+    if (!parsed.isOk()) return parsed.status();
+    for (const auto& [host, node] : parsed->nodes) {
+      if (fabric.findHost(host) == nullptr) {
+        return invalid(child("slurm.nodes", host), "no host " + host + " in the fabric");
+      }
+    }
+    fabric.slurm = std::move(*parsed);
+  }
   const json* ib = find(doc, "ib");
   if (ib == nullptr) return Status::ok();
   core::Result<IbFabric> parsed = ibFabricFromJson(*ib);
@@ -472,6 +483,7 @@ nlohmann::json toJson(const Fabric& fabric) {
     out["switch_links"] = std::move(switch_links);
   }
   if (fabric.ib) out["ib"] = toJson(*fabric.ib);
+  if (fabric.slurm) out["slurm"] = toJson(*fabric.slurm);
   return out;
 }
 

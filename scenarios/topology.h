@@ -14,6 +14,7 @@
 #include "injectors/model/target.h"
 #include "scenarios/ib_fabric.h"
 #include "scenarios/model.h"
+#include "scenarios/slurm_fabric.h"
 
 namespace fabric_chaos::scenarios {
 
@@ -115,6 +116,9 @@ struct Fabric {
   // JSON "ib": an InfiniBand subnet's managers (scenarios/ib_fabric.h); nullopt elsewhere. Its
   // hosts are the subnet's channel adapters, its switches the IB switches.
   std::optional<IbFabric> ib;
+  // JSON "slurm": the Slurm cluster whose nodes the hosts are (scenarios/slurm_fabric.h), for
+  // workloads launched through srun; nullopt elsewhere.
+  std::optional<SlurmCluster> slurm;
 
   const Host* findHost(const std::string& name) const;
   const Switch* findSwitch(const std::string& name) const;

@@ -36,6 +36,13 @@ Status validateWorkload(const WorkloadSpec& workload, const Fabric& fabric) {
                   "workload.hosts: the workload needs at least 2 hosts; fabric " + fabric.name +
                       " has " + std::to_string(fabric.hosts.size()));
   }
+  if (workload.kind != WorkloadKind::kRing && workload.exec.launcher == WorkloadLauncher::kSlurm &&
+      !fabric.slurm) {
+    return Status(StatusCode::kUnprocessable,
+                  "workload.launcher: fabric " + fabric.name +
+                      " has no Slurm cluster to launch through (its description has no \"slurm\" "
+                      "object: `lab up --with-slurm`, or docs/workloads.md for a real cluster)");
+  }
   if (!workload.hosts.empty() && workload.hosts.size() < 2) {
     return Status(StatusCode::kUnprocessable,
                   "workload.hosts: the workload needs at least 2 hosts; " +

@@ -69,33 +69,6 @@ bool isNumericAddress(const std::string& addr) {
          ::inet_pton(AF_INET6, addr.c_str(), buf) == 1;
 }
 
-// "10.0.0.1:5000", "[fd00::1]:5000" or "fd00::1:5000" (the last colon separates the port).
-Status parseHostPort(const std::string& flag, const std::string& text, std::string* addr,
-                     int* port) {
-  std::string host;
-  std::string port_text;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find("]:");
-    if (close == std::string::npos) return invalid(flag + " expects [ADDR]:PORT, got " + text);
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos)
-      return invalid(flag + " expects ADDR:PORT, got \"" + text + "\"");
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  }
-  if (!isNumericAddress(host)) {
-    return invalid(flag + " expects a numeric IPv4 or IPv6 address, got \"" + host + "\"");
-  }
-  auto number = core::parseFlagInteger(flag + " port", port_text, 1, 65535);
-  if (!number.isOk()) return number.status();
-  *addr = host;
-  *port = static_cast<int>(*number);
-  return Status::ok();
-}
-
 // Maps a link failure to the short reason reported in the peer_lost event.
 std::string failureReason(const Status& status) {
   if (status.code() == StatusCode::kTimeout || status.origin() == ETIMEDOUT) return "timeout";
@@ -257,6 +230,33 @@ Result<std::unique_ptr<Transport>> listenTransport(const RankOptions& options,
 }
 
 }  // namespace
+
+// "10.0.0.1:5000", "[fd00::1]:5000" or "fd00::1:5000" (the last colon separates the port).
+core::Status parseHostPort(const std::string& flag, const std::string& text, std::string* addr,
+                           int* port) {
+  std::string host;
+  std::string port_text;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find("]:");
+    if (close == std::string::npos) return invalid(flag + " expects [ADDR]:PORT, got " + text);
+    host = text.substr(1, close - 1);
+    port_text = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos)
+      return invalid(flag + " expects ADDR:PORT, got \"" + text + "\"");
+    host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  }
+  if (!isNumericAddress(host)) {
+    return invalid(flag + " expects a numeric IPv4 or IPv6 address, got \"" + host + "\"");
+  }
+  auto number = core::parseFlagInteger(flag + " port", port_text, 1, 65535);
+  if (!number.isOk()) return number.status();
+  *addr = host;
+  *port = static_cast<int>(*number);
+  return Status::ok();
+}
 
 std::string rankUsage() {
   return "usage: fabric-chaos workload --rank N --world N [options]\n"

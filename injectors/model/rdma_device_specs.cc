@@ -29,12 +29,32 @@ const KindSpec& portDownSpec() {
 }
 
 const KindSpec& gidChangeSpec() {
-  static const KindSpec spec = baseSpec(
-      "rdma_gid_change", "rdma_gid",
-      "Removes the IP address behind the RoCE GID at the target's gid_index, then restores it: "
-      "an address renumbered or lost under a running job. Verbs programs get "
-      "IBV_EVENT_GID_CHANGE and connections using the GID break; revert re-adds the address as "
-      "it was, with the addresses and routes the kernel dropped with it.");
+  static const KindSpec spec = [] {
+    KindSpec s = baseSpec(
+        "rdma_gid_change", "rdma_gid",
+        "Removes the IP address behind a RoCE GID (the one at the target's gid_index, or the "
+        "one of the netdev's primary IPv4 address), then restores it: an address renumbered or "
+        "lost under a running job. Verbs programs get IBV_EVENT_GID_CHANGE and connections using "
+        "the GID break; revert re-adds the address as it was, with the addresses and routes the "
+        "kernel dropped with it.");
+    s.params = {
+        {"gid",
+         ParamType::kChoice,
+         "",
+         std::nullopt,
+         false,
+         std::nullopt,
+         {"index", "ipv4"},
+         false,
+         "index",
+         "which GID: index, the one at the target's gid_index; ipv4, the one of the port "
+         "netdev's primary IPv4 address, whatever its index (the GID rdma_cm uses for RoCEv2 "
+         "over IPv4, and NCCL when NCCL_IB_GID_INDEX is unset). The index can move: the kernel "
+         "keeps a removed GID's entry while QPs still use it, so the restored address may come "
+         "back under another index"},
+    };
+    return s;
+  }();
   return spec;
 }
 

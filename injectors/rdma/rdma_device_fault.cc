@@ -1,5 +1,8 @@
 #include "injectors/rdma/rdma_device_fault.h"
 
+#include <linux/if_addr.h>
+#include <sys/socket.h>
+
 #include "injectors/rdma/ip_snapshot.h"
 #include "injectors/sys/ip_config.h"
 #include "injectors/sys/links.h"
@@ -29,6 +32,11 @@ core::Result<std::string> priorString(const json& prior, const char* key) {
 
 // A netdev that is gone took the fault with it: nothing is left to restore.
 bool gone(const Status& status) { return status.code() == StatusCode::kNotFound; }
+
+// rdma_gid_change's "gid": "ipv4": the GID of the netdev's primary IPv4 address, by address.
+bool byPrimaryIpv4(const json& params) {
+  return params.is_object() && params.value("gid", "index") == "ipv4";
+}
 
 }  // namespace
 
@@ -100,7 +108,19 @@ core::Result<std::string> RdmaDeviceFault::netdevOf(const RdmaPortTarget& port) 
 }
 
 core::Result<sys::IpAddress> RdmaDeviceFault::addressBehindGid(const RdmaPortTarget& port,
-                                                               const std::string& netdev) {
+                                                               const std::string& netdev,
+                                                               const json& params) {
+  if (byPrimaryIpv4(params)) {
+    auto addresses = ip_->addresses(kHostNamespace, netdev);
+    if (!addresses) return addresses.status();
+    for (const sys::IpAddress& address : *addresses) {
+      if (address.family == AF_INET && (address.flags & IFA_F_SECONDARY) == 0) return address;
+    }
+    return Status(StatusCode::kNotFound,
+                  netdev + " has no IPv4 address, so " + portName(port) +
+                      " has no IPv4-mapped GID to take away",
+                  ENOENT);
+  }
   const std::string gid_name = "GID " + std::to_string(port.gid_index) + " of " + portName(port);
   auto gid = devices_->gidAddress(port.device, port.port, port.gid_index);
   if (!gid) return gid.status();
@@ -161,10 +181,11 @@ core::Result<json> RdmaDeviceFault::capturePortDown(const RdmaPortTarget& port) 
   return json{{"netdev", *netdev}, {"was_up", link->admin_up}, {"ip", toJson(*snapshot)}};
 }
 
-core::Result<json> RdmaDeviceFault::captureGidChange(const RdmaPortTarget& port) {
+core::Result<json> RdmaDeviceFault::captureGidChange(const RdmaPortTarget& port,
+                                                     const json& params) {
   auto netdev = netdevOf(port);
   if (!netdev) return netdev.status();
-  auto address = addressBehindGid(port, *netdev);
+  auto address = addressBehindGid(port, *netdev, params);
   if (!address) return address.status();
   auto snapshot = takeIpSnapshot(*ip_, *netdev);
   if (!snapshot) return snapshot.status();
@@ -196,7 +217,7 @@ core::Result<json> RdmaDeviceFault::capture(const Fault& fault) {
       prior = capturePortDown(*port);
       break;
     case RdmaDeviceFaultKind::kGidChange:
-      prior = captureGidChange(*port);
+      prior = captureGidChange(*port, fault.params);
       break;
     case RdmaDeviceFaultKind::kDeviceRemove:
       prior = captureDeviceRemove(*port);
@@ -222,7 +243,7 @@ Status RdmaDeviceFault::apply(const Fault& fault) {
     case RdmaDeviceFaultKind::kGidChange: {
       auto netdev = netdevOf(*port);
       if (!netdev) return netdev.status().withContext(what);
-      auto address = addressBehindGid(*port, *netdev);
+      auto address = addressBehindGid(*port, *netdev, fault.params);
       // An empty entry: the address is already gone (applied twice).
       if (gone(address.status())) return Status::ok();
       if (!address) return address.status().withContext(what);
@@ -353,6 +374,13 @@ core::Result<json> RdmaDeviceFault::observe(const Fault& fault) {
       out["operstate"] = netdev->operstate;
       break;
     case RdmaDeviceFaultKind::kGidChange: {
+      if (byPrimaryIpv4(fault.params)) {
+        auto address = addressBehindGid(*port, link->netdev, fault.params);
+        if (!address && !gone(address.status())) return address.status();
+        out["gid"] = "ipv4";
+        out["gid_address"] = address ? address->local : "";
+        break;
+      }
       auto gid = devices_->gidAddress(port->device, port->port, port->gid_index);
       if (!gid && !gone(gid.status())) return gid.status();
       out["gid_index"] = port->gid_index;

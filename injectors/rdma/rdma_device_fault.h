@@ -50,15 +50,16 @@ class RdmaDeviceFault : public Injector {
   core::Status adaptersPresent() const;
   // The port's netdev; kNotSupported, with what to use instead, for a port without one.
   core::Result<std::string> netdevOf(const RdmaPortTarget& port);
-  // The address on `netdev` behind the target's GID; kFailedPrecondition for a GID no address
-  // is behind (the port's default GID among them).
+  // The address on `netdev` behind the GID rdma_gid_change's params name: the target's
+  // gid_index (kFailedPrecondition for a GID no address is behind, the port's default GID among
+  // them), or with "gid": "ipv4" the netdev's primary IPv4 address (kNotFound without one).
   core::Result<sys::IpAddress> addressBehindGid(const RdmaPortTarget& port,
-                                                const std::string& netdev);
+                                                const std::string& netdev, const json& params);
   // Why the device cannot be removed and re-created now, or its link type.
   core::Result<std::string> removableLinkType(const RdmaPortTarget& port);
 
   core::Result<json> capturePortDown(const RdmaPortTarget& port);
-  core::Result<json> captureGidChange(const RdmaPortTarget& port);
+  core::Result<json> captureGidChange(const RdmaPortTarget& port, const json& params);
   core::Result<json> captureDeviceRemove(const RdmaPortTarget& port);
   core::Result<json> captureMtuChange(const RdmaPortTarget& port);
   core::Status revertPortDown(const json& prior);

@@ -30,7 +30,9 @@ struct DaemonSpec {
   std::string log_path;  // stdout and stderr, appended; "" = /dev/null
 };
 
-// Starts the daemon and returns its pid once it has called exec. A program that cannot be found
+// Starts the daemon and returns its pid once it has called exec. The kernel finishes that exec a
+// moment later: /proc may still show an empty environ or the old name right after the return. A
+// program that cannot be found
 // or executed, a namespace, directory or file that cannot be entered or opened: an error naming
 // it ("opensm: execvp opensm: No such file or directory", kNotFound), and nothing left running.
 core::Result<pid_t> startDaemon(const DaemonSpec& spec);

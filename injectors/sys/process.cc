@@ -47,21 +47,28 @@ pid_t waitBlocking(pid_t pid, int* status) {
 
 class ForkExecChild : public ChildProcess {
  public:
-  ForkExecChild(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+  ForkExecChild(pid_t pid, int stdout_fd, int stderr_fd, bool group)
+      : pid_(pid), stdout_fd_(stdout_fd), stderr_fd_(stderr_fd), group_(group) {}
 
   ~ForkExecChild() override {
+    if (group_) ::kill(-pid_, SIGKILL);  // what the leader started, even after it exited
     if (!reaped_) {
       ::kill(pid_, SIGKILL);
       int status = 0;
       waitBlocking(pid_, &status);
     }
     closeIfOpen(stdout_fd_);
+    closeIfOpen(stderr_fd_);
   }
 
   pid_t pid() const override { return pid_; }
   int stdoutFd() const override { return stdout_fd_; }
+  int stderrFd() const override { return stderr_fd_; }
 
   core::Status signal(int signo) override {
+    // A group outlives its leader while a member lives: signalled by its id, which stays
+    // reserved as long as the group exists.
+    if (group_ && ::kill(-pid_, signo) == 0) return core::Status::ok();
     if (reaped_) {
       return core::Status(core::StatusCode::kNotFound,
                           "process " + std::to_string(pid_) + " has already exited", ESRCH);
@@ -111,13 +118,15 @@ class ForkExecChild : public ChildProcess {
  private:
   pid_t pid_;
   int stdout_fd_;
+  int stderr_fd_;
+  bool group_;
   bool reaped_ = false;
   int exit_code_ = 0;
 };
 
 // Runs in the forked child of a possibly multithreaded parent: async-signal-safe calls only.
 [[noreturn]] void childMain(pid_t parent, int netns_fd, int stdout_w, int stderr_fd, int error_w,
-                            char* const* argv) {
+                            bool own_group, char* const* argv) {
   auto fail = [error_w](int stage) {
     ChildFailure failure{stage, errno};
     ssize_t ignored = ::write(error_w, &failure, sizeof(failure));
@@ -126,6 +135,7 @@ class ForkExecChild : public ChildProcess {
   };
   // The death signal fires when the parent *thread* that forked exits; see spawn().
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (own_group) ::setpgid(0, 0);
   if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
   // Do not inherit the forking thread's blocked signals or ignored SIGPIPE.
   sigset_t none;
@@ -163,9 +173,14 @@ class ForkExecLauncher : public ProcessLauncher {
     const std::string& program = spec.argv[0];
     const std::string what = "cannot start " + program;
 
+    if (spec.capture_stderr && !spec.stderr_path.empty()) {
+      return core::Status(core::StatusCode::kInvalidArgument,
+                          what + ": stderr goes to a pipe or to a file, not both");
+    }
     int netns_fd = -1, stderr_fd = -1, stdout_r = -1, stdout_w = -1, error_r = -1, error_w = -1;
+    int stderr_r = -1;
     auto cleanup = [&] {
-      for (int* fd : {&netns_fd, &stderr_fd, &stdout_r, &stdout_w, &error_r, &error_w}) {
+      for (int* fd : {&netns_fd, &stderr_fd, &stdout_r, &stdout_w, &error_r, &error_w, &stderr_r}) {
         closeIfOpen(*fd);
       }
     };
@@ -203,6 +218,16 @@ class ForkExecLauncher : public ProcessLauncher {
       stdout_r = fds[0];
       stdout_w = fds[1];
     }
+    if (spec.capture_stderr) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) {
+        core::Status status = core::errnoStatus(errno, what + ": cannot create a stderr pipe");
+        cleanup();
+        return status;
+      }
+      stderr_r = fds[0];
+      stderr_fd = fds[1];  // the child's end, dup2'd onto its stderr like a file
+    }
     {
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -227,8 +252,13 @@ class ForkExecLauncher : public ProcessLauncher {
       cleanup();
       return status;
     }
-    if (pid == 0) childMain(parent, netns_fd, stdout_w, stderr_fd, error_w, argv.data());
+    if (pid == 0)
+      childMain(parent, netns_fd, stdout_w, stderr_fd, error_w, spec.own_process_group,
+                argv.data());
 
+    // Also from this side, so that the group exists before spawn() returns (a signal sent at once
+    // must reach it); EACCES once the child has exec'd means it did this itself.
+    if (spec.own_process_group) ::setpgid(pid, pid);
     closeIfOpen(error_w);
     closeIfOpen(stdout_w);
     closeIfOpen(netns_fd);
@@ -245,6 +275,7 @@ class ForkExecLauncher : public ProcessLauncher {
       int status = 0;
       waitBlocking(pid, &status);
       closeIfOpen(stdout_r);
+      closeIfOpen(stderr_r);
       switch (failure.stage) {
         case kStageSetns:
           return core::errnoStatus(failure.err,
@@ -257,7 +288,8 @@ class ForkExecLauncher : public ProcessLauncher {
           return core::errnoStatus(failure.err, what);
       }
     }
-    return std::unique_ptr<ChildProcess>(std::make_unique<ForkExecChild>(pid, stdout_r));
+    return std::unique_ptr<ChildProcess>(
+        std::make_unique<ForkExecChild>(pid, stdout_r, stderr_r, spec.own_process_group));
   }
 };
 

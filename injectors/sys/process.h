@@ -18,13 +18,19 @@ struct SpawnSpec {
   std::string netns;              // "" = the caller's namespace
   bool capture_stdout = true;     // stdout on a pipe readable through ChildProcess::stdoutFd()
   std::string stderr_path;        // "" = inherit
+  // stderr on a second pipe (ChildProcess::stderrFd()) instead; exclusive with stderr_path.
+  bool capture_stderr = false;
+  // The child leads a process group of its own, and ChildProcess::signal reaches the whole group:
+  // a shell's children (and what they hold open, such as the pipes above) end with it.
+  bool own_process_group = false;
 };
 
 class ChildProcess {
  public:
   virtual ~ChildProcess() = default;
   virtual pid_t pid() const = 0;
-  virtual int stdoutFd() const = 0;  // -1 when not captured
+  virtual int stdoutFd() const = 0;            // -1 when not captured
+  virtual int stderrFd() const { return -1; }  // -1 when not captured
   virtual core::Status signal(int signo) = 0;
   // Waits up to timeout_ms; returns the exit code (128+signal when killed), kTimeout if running.
   virtual core::Result<int> wait(int timeout_ms) = 0;

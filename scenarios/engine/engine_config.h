@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "scenarios/engine/agent_directory.h"
+#include "scenarios/engine/slurm_submitter.h"
 #include "scenarios/services.h"
 #include "store/store.h"
 
@@ -17,6 +18,9 @@ struct EngineDeps {
   FabricCatalog* fabrics = nullptr;
   core::Clock* clock = nullptr;
   SwitchTelemetry* switch_telemetry = nullptr;  // null: runs record no switch telemetry
+  // Starts workloads whose launcher is "slurm" (scenarios/engine/slurm_workload.h); null: this
+  // controller launches no commands (serve without --allow-exec), and such a run fails saying so.
+  SlurmSubmitter* slurm = nullptr;
 };
 
 struct EngineOptions {
@@ -27,6 +31,9 @@ struct EngineOptions {
   // After a run ends, how long failed reverts are retried (with back-off) before the run ends in
   // error with fault_left. Start-up recovery and POST /v1/faults/{id}/revert can retry later.
   int64_t revert_retry_budget_ms = 10000;
+  // fabric-chaos on the Slurm nodes when the fabric's "slurm" names no binary: this one's path,
+  // the same on every node of the namespace lab.
+  std::string self_exe = {};
 };
 
 // What a watcher sees while a run is in progress.

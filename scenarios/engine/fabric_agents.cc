@@ -44,6 +44,24 @@ bool hasActiveRdmaPort(const agent::AgentInfo& info) {
   return false;
 }
 
+// Why an RDMA device kind cannot act on its port there: the agent lists no such device or port.
+std::optional<std::string> missingRdmaPort(const PlannedAction& action,
+                                           const agent::AgentInfo& info) {
+  const auto* port = std::get_if<injectors::RdmaPortTarget>(&action.target.target);
+  if (port == nullptr) return std::nullopt;
+  std::string names;
+  for (const sys::RdmaDevice& device : info.rdma_devices) {
+    names += (names.empty() ? "" : ", ") + device.name;
+    if (device.name != port->device) continue;
+    for (const sys::RdmaPortState& state : device.ports) {
+      if (state.port == port->port) return std::nullopt;
+    }
+    return "device " + port->device + " has no port " + std::to_string(port->port);
+  }
+  return "it has no RDMA device " + port->device +
+         (names.empty() ? " (it has none)" : " (it has " + names + ")");
+}
+
 constexpr size_t kMaxCachedVerdicts = 1024;
 
 int64_t realtimeNowNs() {
@@ -240,6 +258,11 @@ Status FabricAgents::checkActingAgent(const Fabric& fabric, const PlannedAction&
                   "params.transport: verbs traffic needs an RDMA device with an active port, and " +
                       describeHostAgent(hosts, group.ref) +
                       (info->rdma_devices.empty() ? " has none" : " has no active port"));
+  }
+  if (auto missing = missingRdmaPort(action, *info)) {
+    return Status(StatusCode::kUnprocessable,
+                  "target: " + action.kind + " on " +
+                      describeHostAgent({action.target.host}, group.ref) + ": " + *missing);
   }
   return Status::ok();
 }

@@ -51,9 +51,33 @@ core::Result<std::vector<PlannedRank>> planIbProbes(const Scenario& scenario, co
       spec.ib_dir = sim->dir;
     }
     spec.max_duration_ms = scenario.max_duration_ms + 60000;
-    ranks.push_back({spec, AgentRef{host.agent, host.agent_token_file}});
+    ranks.push_back({spec, host.name, AgentRef{host.agent, host.agent_token_file}});
   }
   return ranks;
+}
+
+// An external workload's rank on `host`: rendezvous at rank 0's first address. pytorch-ddp is the
+// shipped script under the scenario's interpreter, with gloo on the rank's fabric interface (its
+// hosts share one hostname, which resolves to 127.0.0.1 in every namespace).
+agent::ExecRankSpec execRank(const WorkloadSpec& workload, const Host& host, const Host& rank0) {
+  agent::ExecRankSpec exec;
+  exec.master_addr = rank0.nics[0].address;
+  exec.master_port = workload.exec.master_port;
+  exec.ifname = host.nics[0].name;
+  exec.silence_ms = workload.exec.silence_ms;
+  exec.parser = workload.exec.parser;
+  exec.reports_steps = workload.exec.every_rank_reports || &host == &rank0;
+  std::map<std::string, std::string> env = workload.exec.env;
+  if (workload.kind == WorkloadKind::kPytorchDdp) {
+    exec.script = "pytorch-ddp";
+    exec.command = {workload.exec.python, "{script}"};
+    exec.parser = workload::StepParserSpec{};  // its JSON lines
+    env.try_emplace("GLOO_SOCKET_IFNAME", host.nics[0].name);
+  }
+  exec.command.insert(exec.command.end(), workload.exec.command.begin(),
+                      workload.exec.command.end());
+  for (const auto& [name, value] : env) exec.env.push_back(name + "=" + value);
+  return exec;
 }
 
 }  // namespace
@@ -84,7 +108,9 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
   if (hosts.size() < 2) {
     return Status(StatusCode::kUnprocessable, "the workload needs at least 2 hosts");
   }
-  if (fabric.ib) return planIbProbes(scenario, fabric, hosts);
+  if (fabric.ib && scenario.workload.kind == WorkloadKind::kRing) {
+    return planIbProbes(scenario, fabric, hosts);
+  }
   if (scenario.workload.transport == "ib_probe") {
     return Status(StatusCode::kUnprocessable,
                   "workload.transport ib_probe probes an InfiniBand subnet; fabric " + fabric.name +
@@ -92,6 +118,12 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
   }
   const int world = static_cast<int>(hosts.size());
   const bool verbs_shim = armsVerbsShim(scenario);
+  if (verbs_shim && scenario.workload.kind != WorkloadKind::kRing &&
+      scenario.workload.exec.launcher == WorkloadLauncher::kSlurm) {
+    return Status(StatusCode::kUnprocessable,
+                  "the verbs_* faults load their library into ranks an agent starts; with "
+                  "workload.launcher \"slurm\" srun starts them (use launcher \"agents\")");
+  }
   std::vector<PlannedRank> ranks;
   for (int i = 0; i < world; ++i) {
     const Host& host = *hosts[static_cast<size_t>(i)];
@@ -108,6 +140,14 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
     spec.port = port;
     spec.next_addr = next.nics[0].address;
     spec.next_port = port;
+    if (scenario.workload.kind != WorkloadKind::kRing) {
+      spec.transport = "exec";
+      spec.exec = execRank(scenario.workload, host, *hosts.front());
+      spec.verbs_shim = verbs_shim;
+      spec.max_duration_ms = scenario.max_duration_ms + 60000;
+      ranks.push_back({spec, host.name, AgentRef{host.agent, host.agent_token_file}});
+      continue;
+    }
     spec.message_bytes = scenario.workload.message_bytes;
     spec.compute_ms = scenario.workload.compute_ms;
     spec.peer_timeout_ms = scenario.workload.peer_timeout_ms;
@@ -117,7 +157,7 @@ core::Result<std::vector<PlannedRank>> planRanks(const Scenario& scenario, const
     spec.verbs_shim = verbs_shim;
     // The engine stops the ranks itself; their own limit only guards against a lost engine.
     spec.max_duration_ms = scenario.max_duration_ms + 60000;
-    ranks.push_back({spec, AgentRef{host.agent, host.agent_token_file}});
+    ranks.push_back({spec, host.name, AgentRef{host.agent, host.agent_token_file}});
   }
   return ranks;
 }

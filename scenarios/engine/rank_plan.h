@@ -14,7 +14,8 @@ namespace fabric_chaos::scenarios {
 
 struct PlannedRank {
   agent::RankSpec spec;
-  AgentRef agent;  // the agent of the rank's host starts it
+  std::string host;  // the fabric host it runs on
+  AgentRef agent;    // the agent of the rank's host starts it
 };
 
 // The resource the verbs_* kinds declare (injectors/model/verbs_fault_specs.h): a scenario with

@@ -7,6 +7,7 @@
 #include "scenarios/composition.h"
 #include "scenarios/engine/fault_schedule.h"
 #include "scenarios/engine/rank_plan.h"
+#include "scenarios/engine/slurm_workload.h"
 #include "scenarios/engine/workload_group.h"
 
 namespace fabric_chaos::scenarios {
@@ -108,14 +109,28 @@ void RunExecution::onSamples(const std::vector<core::Sample>& samples) {
   std::lock_guard lock(mu_);
   sample_count_ += static_cast<int64_t>(samples.size());
   const auto& last = samples.back();
-  last_busbw_ = busBandwidthGBps(last.bytes, last.duration_ms, world_);
+  last_busbw_ = iterationRate(last.bytes, last.duration_ms, world_);
   if (busbw_watch_) {
     for (const auto& s : samples) {
       busbw_watch_->onIteration(s.start_ms + s.duration_ms,
-                                busBandwidthGBps(s.bytes, s.duration_ms, world_));
+                                iterationRate(s.bytes, s.duration_ms, world_));
     }
   }
 }
+
+namespace {
+// "rank 2: the command exited with code 1 (RuntimeError: ... timed out)": a rank_error's message
+// and the last line its command wrote on stderr, for the run's error.
+std::string describeRankError(int rank, const json& detail) {
+  std::string text = "rank " + std::to_string(rank) + ": " +
+                     detail.value("message", detail.value("reason", std::string("failed")));
+  const json tail = detail.value("stderr_tail", json::array());
+  if (tail.is_array() && !tail.empty() && tail.back().is_string()) {
+    text += " (" + tail.back().get<std::string>() + ")";
+  }
+  return text;
+}
+}  // namespace
 
 void RunExecution::onEvent(int rank, double t_ms, const std::string& kind, const json& detail) {
   json d = detail.is_object() ? detail : json::object();
@@ -125,6 +140,10 @@ void RunExecution::onEvent(int rank, double t_ms, const std::string& kind, const
     std::lock_guard lock(mu_);
     ++ready_ranks_;
     ready_cv_.notify_all();
+  }
+  if (kind == "rank_error") {
+    std::lock_guard lock(mu_);
+    if (first_rank_error_.empty()) first_rank_error_ = describeRankError(rank, d);
   }
 }
 
@@ -145,8 +164,12 @@ void RunExecution::onRankExit(int rank, int exit_code) {
   }
   ready_cv_.notify_all();
   if (stop) {
-    const std::string what = "rank " + std::to_string(rank) + " exited unexpectedly (exit code " +
-                             std::to_string(exit_code) + ")";
+    std::string what = "rank " + std::to_string(rank) + " exited unexpectedly (exit code " +
+                       std::to_string(exit_code) + ")";
+    {
+      std::lock_guard lock(mu_);
+      if (!first_rank_error_.empty()) what += ": " + first_rank_error_;
+    }
     requestStop({"rank_died", what, "stop condition: " + what, t_ns});
   }
 }
@@ -196,15 +219,30 @@ Status RunExecution::run(const store::RunRecord& record) {
     world_ = static_cast<int>(ranks->size());
   }
   if (stop_requested_) return Status::ok();
-  auto workload =
-      startWorkloadGroup(*deps_.agents, *ranks, origin_ns_, this, options_.stop_grace_ms);
+  auto workload = startWorkload(scenario, *ranks);
   if (!workload.isOk()) return workload.status();
   workload_ = std::move(workload.value());
-  event("workload_started", {{"ranks", world_},
-                             {"port", port_},
-                             {"message_bytes", scenario.workload.message_bytes},
-                             {"compute_ms", scenario.workload.compute_ms}});
-  FC_RETURN_IF_ERROR(waitForRing());
+  if (scenario.workload.kind == WorkloadKind::kRing) {
+    event("workload_started", {{"ranks", world_},
+                               {"port", port_},
+                               {"message_bytes", scenario.workload.message_bytes},
+                               {"compute_ms", scenario.workload.compute_ms}});
+    FC_RETURN_IF_ERROR(waitForRing(options_.ready_timeout_ms));
+  } else {
+    // An external job is ready at its first step: interpreter start-up, imports and rendezvous
+    // come first, which take far longer than the ring's connections.
+    const agent::ExecRankSpec& exec = ranks->front().spec.exec;
+    json started = {{"ranks", world_},
+                    {"kind", workloadKindName(scenario.workload.kind)},
+                    {"command", exec.command},
+                    {"master", exec.master_addr + ":" + std::to_string(exec.master_port)},
+                    {"launcher", workloadLauncherName(scenario.workload.exec.launcher)}};
+    if (scenario.workload.exec.launcher == WorkloadLauncher::kSlurm) {
+      started["slurm_job"] = slurmJobName();
+    }
+    event("workload_started", std::move(started));
+    FC_RETURN_IF_ERROR(waitForRing(scenario.workload.exec.start_timeout_ms));
+  }
   if (stop_requested_) return Status::ok();
   // Every state the plan will change is captured and journaled now, once, so that no
   // scheduled instant waits for it.
@@ -242,6 +280,32 @@ Status RunExecution::run(const store::RunRecord& record) {
 
   setState(RunState::kAnalysing);
   return analyse(scenario, baseline_start, baseline_end, observe_end);
+}
+
+std::string RunExecution::slurmJobName() const {
+  return "fabric-chaos-run-" + std::to_string(run_id_);
+}
+
+core::Result<std::unique_ptr<agent::WorkloadHandle>> RunExecution::startWorkload(
+    const Scenario& scenario, const std::vector<PlannedRank>& ranks) {
+  if (scenario.workload.kind == WorkloadKind::kRing ||
+      scenario.workload.exec.launcher == WorkloadLauncher::kAgents) {
+    return startWorkloadGroup(*deps_.agents, ranks, origin_ns_, this, options_.stop_grace_ms);
+  }
+  if (deps_.slurm == nullptr) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "workload.launcher is \"slurm\", and this server submits no jobs: the ranks "
+                  "would run a command as its user on the cluster (serve --allow-exec)");
+  }
+  if (!fabric_.slurm) {
+    return Status(StatusCode::kUnprocessable,
+                  "fabric " + fabric_.name + " no longer describes a Slurm cluster");
+  }
+  SlurmStepPlan plan;
+  plan.job_name = slurmJobName();
+  plan.program = fabric_.slurm->binary.empty() ? options_.self_exe : fabric_.slurm->binary;
+  plan.launch = scenario.workload.exec.slurm;
+  return startSlurmWorkload(*deps_.slurm, *fabric_.slurm, plan, ranks, origin_ns_, this);
 }
 
 std::vector<RdmaTelemetryHost> RunExecution::rdmaTelemetryAgents() {
@@ -305,22 +369,25 @@ Status RunExecution::recordBackends(const std::vector<PlannedAction>& plan) {
   return Status::ok();
 }
 
-Status RunExecution::waitForRing() {
-  const int64_t ready_deadline = now() + int64_t{options_.ready_timeout_ms} * 1000000;
+Status RunExecution::waitForRing(int64_t timeout_ms) {
+  const int64_t ready_deadline = now() + timeout_ms * 1000000;
   for (;;) {
     {
       std::unique_lock lock(mu_);
       if (stop_requested_) return Status::ok();
       if (rank_died_) {
         return Status(StatusCode::kUnavailable,
-                      "a workload rank exited before the ring formed; see the run's events");
+                      "a workload rank exited before the workload was ready" +
+                          (first_rank_error_.empty() ? std::string("; see the run's events")
+                                                     : ": " + first_rank_error_));
       }
       if (ready_ranks_ >= world_) return Status::ok();
       if (now() >= ready_deadline) {
-        return Status(StatusCode::kTimeout, "the workload ring did not form within " +
-                                                std::to_string(options_.ready_timeout_ms) +
-                                                " ms (" + std::to_string(ready_ranks_) + " of " +
-                                                std::to_string(world_) + " ranks ready)");
+        return Status(StatusCode::kTimeout,
+                      "the workload was not ready within " + std::to_string(timeout_ms) + " ms (" +
+                          std::to_string(ready_ranks_) + " of " + std::to_string(world_) +
+                          " ranks ready: a ring rank is ready when its ring formed, an external "
+                          "rank at its first step)");
       }
       ready_cv_.wait_for(lock, std::chrono::milliseconds(kMaxSleepSliceMs));
     }

@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "scenarios/engine/engine_config.h"
 #include "scenarios/engine/fault_timeline.h"
+#include "scenarios/engine/rank_plan.h"
 #include "scenarios/engine/run_recorder.h"
 #include "scenarios/engine/run_result.h"
 #include "scenarios/engine/stop_conditions.h"
@@ -73,9 +74,14 @@ class RunExecution : public agent::WorkloadListener {
   // The states, in order; a non-OK status ends the run in error.
   core::Status run(const store::RunRecord& record);
   core::Status recordBackends(const std::vector<PlannedAction>& plan);
-  core::Status waitForRing();
+  // Every rank ready (its ring formed, or an external rank's first step) within timeout_ms.
+  core::Status waitForRing(int64_t timeout_ms);
   // The agents of the fabric hosts whose RDMA counters the run samples (rdmaTelemetryHosts).
   std::vector<RdmaTelemetryHost> rdmaTelemetryAgents();
+  // The ranks through their agents, or as one Slurm job step (workload.launcher).
+  core::Result<std::unique_ptr<agent::WorkloadHandle>> startWorkload(
+      const Scenario& scenario, const std::vector<PlannedRank>& ranks);
+  std::string slurmJobName() const;  // unique per run: scancel finds the step by it
   core::Status armBusbwCondition(const Scenario& scenario, double baseline_start,
                                  double baseline_end);
   core::Status runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end);
@@ -136,6 +142,7 @@ class RunExecution : public agent::WorkloadListener {
   int world_ = 2;
   int ready_ranks_ = 0;
   bool rank_died_ = false;
+  std::string first_rank_error_;  // the first rank_error event, said in the run's error (mu_)
   int64_t sample_count_ = 0;
   double last_busbw_ = 0;
   std::optional<StopRequest> stop_;

@@ -92,7 +92,7 @@ json sampleJson(const core::Sample& s, int world_size) {
               {"start_ms", s.start_ms},
               {"duration_ms", s.duration_ms},
               {"bytes", s.bytes},
-              {"busbw_gbps", scenarios::busBandwidthGBps(s.bytes, s.duration_ms, world_size)}};
+              {"busbw_gbps", scenarios::iterationRate(s.bytes, s.duration_ms, world_size)}};
 }
 
 Response createRun(Context& ctx, const Call& call) {

@@ -261,13 +261,42 @@ TEST(CheckTargetAllowed, Rules) {
   EXPECT_TRUE(checkTargetAllowed(InterfaceTarget{"ns", "eth1"}, {"ns/eth1"}, {"eth1"}).isOk());
   EXPECT_FALSE(checkTargetAllowed(InterfaceTarget{"ns", "eth1"}, {"eth1"}, {}).isOk());
   EXPECT_FALSE(checkTargetAllowed(InterfaceTarget{"", "eth1"}, {"ns/eth1"}, {}).isOk());
-  // The list names interfaces only: any other target type is refused, even by an agent whose
-  // empty list allows every interface.
-  const core::Status rdma = checkTargetAllowed(injectors::RdmaPortTarget{"rxe0", 1, 0}, {}, {});
-  EXPECT_EQ(rdma.code(), core::StatusCode::kPermissionDenied);
-  EXPECT_EQ(rdma.message(),
-            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent's allowlist has no "
-            "entries for rdma_port targets");
+  // An RDMA port is allowed when the netdev it sends through is; without a way to find that
+  // netdev, or for a port without one, it is refused.
+  const injectors::RdmaPortTarget rxe0{"rxe0", 1, 0};
+  const core::Status unknown_netdev = checkTargetAllowed(rxe0, {}, {});
+  EXPECT_EQ(unknown_netdev.code(), core::StatusCode::kPermissionDenied);
+  EXPECT_EQ(unknown_netdev.message(),
+            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent does not act on RDMA "
+            "ports (the host's own agent, fabric-chaos agent, does)");
+  const RdmaNetdevLookup netdevs =
+      [](const injectors::RdmaPortTarget& port) -> core::Result<std::string> {
+    if (port.device == "rxe0") return std::string("eth0");
+    if (port.device == "mlx5_0") return std::string("eth1");
+    if (port.device == "mlx4_0") return std::string();
+    return core::Status(core::StatusCode::kNotFound, "no RDMA device " + port.device);
+  };
+  EXPECT_TRUE(
+      checkTargetAllowed(rxe0, {"eth0"}, {"eth1"}, true, kRestartWithAllow, netdevs).isOk());
+  const core::Status management = checkTargetAllowed(injectors::RdmaPortTarget{"mlx5_0", 1, 0}, {},
+                                                     {"eth1"}, true, kRestartWithAllow, netdevs);
+  EXPECT_EQ(management.code(), core::StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      management.message().rfind("fault target RDMA port mlx5_0:1 (gid 0) sends through eth1: "
+                                 "fault target eth1 (initial namespace) is this agent's "
+                                 "management interface",
+                                 0),
+      0u)
+      << management.message();
+  EXPECT_FALSE(checkTargetAllowed(rxe0, {"ns/eth0"}, {}, true, kRestartWithAllow, netdevs).isOk());
+  EXPECT_EQ(checkTargetAllowed(injectors::RdmaPortTarget{"mlx4_0", 1, 0}, {}, {}, true,
+                               kRestartWithAllow, netdevs)
+                .code(),
+            core::StatusCode::kPermissionDenied);
+  const core::Status gone = checkTargetAllowed(injectors::RdmaPortTarget{"rxe9", 1, 0}, {}, {},
+                                               true, kRestartWithAllow, netdevs);
+  EXPECT_EQ(gone.code(), core::StatusCode::kNotFound);
+  EXPECT_NE(gone.message().find("no RDMA device rxe9"), std::string::npos) << gone.message();
   // A process target is a program that loaded the verbs fault library into this agent's own
   // socket directory: allowed whatever the interface list says.
   EXPECT_TRUE(
@@ -769,6 +798,35 @@ TEST(RankSpecJson, RoundTripsAndRejectsUnknownFields) {
   EXPECT_EQ(rankSpecFromJson({{"rank", 0}, {"port", 70000}}).status().code(),
             core::StatusCode::kInvalidArgument);
   EXPECT_EQ(rankSpecFromJson({{"rank", "0"}}).status().code(), core::StatusCode::kInvalidArgument);
+
+  // An external workload's rank carries its command, parser and rendezvous.
+  RankSpec exec;
+  exec.rank = 1;
+  exec.world = 2;
+  exec.transport = "exec";
+  exec.exec.command = {"/usr/bin/python3", "{script}", "--timeout-s", "20"};
+  exec.exec.script = "pytorch-ddp";
+  exec.exec.env = {"GLOO_SOCKET_IFNAME=eth0"};
+  exec.exec.parser = {workload::StepFormat::kRegex, "took (?<duration_ms>\\d+)"};
+  exec.exec.silence_ms = 0;
+  exec.exec.reports_steps = false;
+  exec.exec.master_addr = "10.0.0.1";
+  exec.exec.master_port = 29500;
+  exec.exec.ifname = "eth0";
+  auto exec_back = rankSpecFromJson(rankSpecToJson(exec));
+  ASSERT_TRUE(exec_back.isOk()) << exec_back.status().toString();
+  EXPECT_EQ(rankSpecToJson(*exec_back), rankSpecToJson(exec));
+  EXPECT_EQ(exec_back->exec.parser.pattern, "took (?<duration_ms>\\d+)");
+  EXPECT_FALSE(exec_back->exec.reports_steps);
+  json bad = rankSpecToJson(exec);
+  bad["exec"]["pattern"] = "(?<step>\\d+)";
+  EXPECT_EQ(rankSpecFromJson(bad).status().code(), core::StatusCode::kInvalidArgument);
+  bad = rankSpecToJson(exec);
+  bad["exec"]["command"] = json::array();
+  EXPECT_EQ(rankSpecFromJson(bad).status().message(), "exec.command: must name a program");
+  bad = rankSpecToJson(exec);
+  bad["exec"]["script"] = 3;
+  EXPECT_EQ(rankSpecFromJson(bad).status().message(), "exec.script: must be a string");
   EXPECT_FALSE(rankSpecFromJson({{"bogus", 1}}).isOk());
   auto defaults = rankSpecFromJson(json::object());
   ASSERT_TRUE(defaults.isOk());

@@ -230,6 +230,78 @@ TEST(LocalAgent, RanksThatMustLoadTheVerbsShimAreRefusedWithoutOneAndNoneStarts)
   EXPECT_TRUE(launcher.spawned().empty()) << "refused before any rank started";
 }
 
+TEST(LocalAgent, ExternalWorkloadsRunOnlyWhereTheOperatorAllowedThem) {
+  auto registry = injectors::Registry();
+  fakes::FakeProcessLauncher launcher;
+  RankSpec spec;
+  spec.transport = "exec";
+  spec.exec.command = {"/bin/true"};
+  RecordingListener listener;
+  {
+    LocalAgent agent(registry, launcher, {"/usr/bin/fabric-chaos", ""});
+    auto handle = agent.startWorkload({spec}, core::steadyNowNs(), &listener);
+    ASSERT_FALSE(handle.isOk());
+    EXPECT_EQ(handle.status().code(), core::StatusCode::kPermissionDenied);
+    EXPECT_NE(handle.status().message().find("--allow-exec"), std::string::npos);
+    EXPECT_TRUE(launcher.spawned().empty());
+  }
+  LocalAgentOptions options{"/usr/bin/fabric-chaos", ""};
+  options.allow_exec = true;
+  LocalAgent agent(registry, launcher, options);
+  auto handle = agent.startWorkload({spec}, core::steadyNowNs(), &listener);
+  ASSERT_TRUE(handle.isOk()) << handle.status().toString();
+  ASSERT_EQ(launcher.spawned().size(), 1u);
+  EXPECT_EQ(launcher.spawned()[0].argv[1], "exec-rank");
+}
+
+TEST(LocalAgent, AnExternalRankRunsUnderExecRankWithTheShimInItsCommandsEnvironment) {
+  RankSpec spec;
+  spec.rank = 1;
+  spec.world = 2;
+  spec.listen_addr = "10.0.0.2";
+  spec.transport = "exec";
+  spec.verbs_shim = true;
+  spec.exec.command = {"ib_write_bw", "-d", "rxe0"};
+  spec.exec.parser = {workload::StepFormat::kRegex, "^(?<duration_us>\\d+)$"};
+  spec.exec.env = {"A=1"};
+  spec.exec.master_addr = "10.0.0.1";
+  spec.exec.master_port = 29500;
+  spec.exec.ifname = "eth0";
+  spec.exec.reports_steps = false;
+  EXPECT_EQ(LocalAgent::rankArgv("/usr/bin/fabric-chaos", spec, {"/lib/shim.so", "/run/v"}),
+            (std::vector<std::string>{"/usr/bin/fabric-chaos",
+                                      "exec-rank",
+                                      "--rank",
+                                      "1",
+                                      "--world",
+                                      "2",
+                                      "--master",
+                                      "10.0.0.1:29500",
+                                      "--format",
+                                      "regex",
+                                      "--silence-ms",
+                                      "60000",
+                                      "--host-addr",
+                                      "10.0.0.2",
+                                      "--ifname",
+                                      "eth0",
+                                      "--pattern",
+                                      "^(?<duration_us>\\d+)$",
+                                      "--no-steps",
+                                      "--env",
+                                      "A=1",
+                                      "--env",
+                                      "LD_PRELOAD=/lib/shim.so",
+                                      "--env",
+                                      "FABRIC_CHAOS_VERBS_DIR=/run/v",
+                                      "--env",
+                                      "FABRIC_CHAOS_RANK=1",
+                                      "--",
+                                      "ib_write_bw",
+                                      "-d",
+                                      "rxe0"}));
+}
+
 TEST(LocalAgent, UnknownKindsListTheValidOnes) {
   injectors::Registry registry;
   auto launcher = sys::makeForkExecLauncher();
@@ -327,8 +399,8 @@ TEST_F(GuardedLocalAgent, ATargetThatIsNotAnInterfaceIsRefusedAndNothingIsTouche
   ASSERT_FALSE(capture.isOk());
   EXPECT_EQ(capture.status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(capture.status().message(),
-            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent's allowlist has no "
-            "entries for rdma_port targets");
+            "fault target RDMA port rxe0:1 (gid 0) is refused: this agent does not act on RDMA "
+            "ports (the host's own agent, fabric-chaos agent, does)");
   EXPECT_EQ(agent->applyFault(rdma).code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(
       agent->checkTarget(injectors::TrafficSetTarget{{{"fcl-sw0", "p0"}}, {{"fcl-sw0", "p9"}}})

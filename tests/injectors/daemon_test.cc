@@ -56,6 +56,19 @@ std::string procPath(pid_t pid, const std::string& file) {
   return "/proc/" + std::to_string(pid) + "/" + file;
 }
 
+// The report pipe closes (close-on-exec) part-way through execve, before the kernel has set the
+// new program's name, arguments and environment block; a /proc read in that window sees an empty
+// environ. Waits until the exec is complete as /proc shows it.
+bool execCompleted(pid_t pid, const std::string& comm) {
+  return waitUntil(
+      [&] {
+        return readFile(procPath(pid, "comm")) == comm + "\n" &&
+               !readFile(procPath(pid, "cmdline")).empty() &&
+               !readFile(procPath(pid, "environ")).empty();
+      },
+      2000);
+}
+
 std::vector<std::string> splitNul(const std::string& text) {
   std::vector<std::string> parts;
   std::string part;
@@ -281,6 +294,7 @@ TEST_F(DaemonTest, EnvironmentIsExactlyTheGivenOneOrElseOurs) {
   auto given = startDaemon(spec);
   ASSERT_TRUE(given.isOk()) << given.status().toString();
   DaemonGuard given_guard(*given);
+  ASSERT_TRUE(execCompleted(*given, "sleep"));
   EXPECT_EQ(splitNul(readFile(procPath(*given, "environ"))), spec.env);
   const auto info = findByPid("sleep", *given);
   ASSERT_TRUE(info.has_value());
@@ -296,6 +310,7 @@ TEST_F(DaemonTest, EnvironmentIsExactlyTheGivenOneOrElseOurs) {
   auto inherited = startDaemon(spec);
   ASSERT_TRUE(inherited.isOk()) << inherited.status().toString();
   DaemonGuard inherited_guard(*inherited);
+  ASSERT_TRUE(execCompleted(*inherited, "sh"));
   std::vector<std::string> ours;
   for (char** var = environ; *var != nullptr; ++var) ours.emplace_back(*var);
   EXPECT_EQ(splitNul(readFile(procPath(*inherited, "environ"))), ours);
@@ -316,6 +331,7 @@ TEST_F(DaemonTest, RunsInsideTheNamedNamespace) {
   auto pid = startDaemon(spec);
   ASSERT_TRUE(pid.isOk()) << pid.status().toString();
   DaemonGuard guard(*pid);
+  ASSERT_TRUE(execCompleted(*pid, "sleep"));
 
   EXPECT_EQ(sh("ip netns identify " + std::to_string(*pid)).out, netns_ + "\n");
   EXPECT_EQ(inodeOf(procPath(*pid, "ns/net")), inodeOf("/run/netns/" + netns_));
@@ -519,6 +535,7 @@ TEST_F(DaemonTest, StartsFromSeveralThreadsAtOnce) {
     ASSERT_TRUE(results[i].isOk()) << results[i].status().toString();
     const pid_t pid = *results[i];
     pids.insert(pid);
+    ASSERT_TRUE(execCompleted(pid, "sh"));
     EXPECT_EQ(splitNul(readFile(procPath(pid, "environ"))),
               std::vector<std::string>{"FCD_INDEX=" + std::to_string(i)});
     EXPECT_EQ(fdsWhenReady(pid, logOf(i)), (std::set<std::string>{"0", "1", "2"}))

@@ -156,13 +156,19 @@ TEST(RdmaDeviceSpecs, FourExclusiveInstantKindsOnAnRdmaPortEachHoldingItsOwnReso
             std::string::npos);
 }
 
-TEST(RdmaDeviceSpecs, OnlyMtuChangeHasAParameterTheRequiredMtuInBytes) {
-  for (RdmaDeviceFaultKind kind : {RdmaDeviceFaultKind::kPortDown, RdmaDeviceFaultKind::kGidChange,
-                                   RdmaDeviceFaultKind::kDeviceRemove}) {
+TEST(RdmaDeviceSpecs, MtuChangeRequiresAnMtuInBytesAndGidChangeChoosesItsGid) {
+  for (RdmaDeviceFaultKind kind :
+       {RdmaDeviceFaultKind::kPortDown, RdmaDeviceFaultKind::kDeviceRemove}) {
     const KindSpec& spec = rdmaDeviceFaultSpec(kind);
     EXPECT_TRUE(spec.params.empty()) << spec.kind;
     EXPECT_EQ(checkParams(spec, {{"mtu", 1500}}).message(), "mtu: unknown parameter (expected )");
   }
+  const KindSpec& gid = rdmaDeviceFaultSpec(RdmaDeviceFaultKind::kGidChange);
+  ASSERT_EQ(gid.params.size(), 1u);
+  EXPECT_EQ(gid.params[0].default_value, "index");
+  EXPECT_TRUE(checkParams(gid, json::object()).isOk());
+  EXPECT_TRUE(checkParams(gid, {{"gid", "ipv4"}}).isOk());
+  EXPECT_EQ(checkParams(gid, {{"gid", "ipv6"}}).code(), StatusCode::kInvalidArgument);
   const KindSpec& mtu = rdmaDeviceFaultSpec(RdmaDeviceFaultKind::kMtuChange);
   ASSERT_EQ(mtu.params.size(), 1u);
   EXPECT_EQ(mtu.params[0].unit, "bytes");
@@ -352,6 +358,43 @@ TEST_F(RdmaDeviceFaultTest, GidChangeRemovesTheAddressBehindTheGidAndRevertPutsI
   ASSERT_TRUE(fault.revert(f, *prior).isOk());
   EXPECT_EQ(ip_.addressesOf("", "eth0"), addresses);
   EXPECT_EQ(ip_.routesOf("", "eth0"), routes);
+}
+
+// "gid": "ipv4" finds the GID by address, not by index: after an earlier change the kernel may
+// have put the IPv4-mapped GID under another index (here 3 holds a stale one, 1 is ignored).
+TEST_F(RdmaDeviceFaultTest, GidChangeByIpv4TakesThePrimaryIpv4AddressWhateverItsIndex) {
+  auto fault = make(RdmaDeviceFaultKind::kGidChange);
+  const Fault f = faultOn("rdma_gid_change", 0, json{{"gid", "ipv4"}});
+  auto prior = fault.capture(f);
+  ASSERT_TRUE(prior.isOk()) << prior.status().toString();
+  EXPECT_EQ((*prior)["address"]["local"], "10.0.2.15");  // the primary, not its secondary
+
+  ASSERT_TRUE(fault.apply(f).isOk());
+  EXPECT_EQ(ipChanges(), (std::vector<std::string>{"removeAddress /eth0 10.0.2.15/24"}));
+  ip_.setAddresses("", "eth0", {kStaticV6, kLinkLocal, kSlaac});
+  auto observed = fault.observe(f);
+  ASSERT_TRUE(observed.isOk()) << observed.status().toString();
+  EXPECT_EQ((*observed)["gid"], "ipv4");
+  EXPECT_EQ((*observed)["gid_address"], "");
+  ASSERT_TRUE(fault.apply(f).isOk());  // twice: no IPv4 address left, nothing more to remove
+  EXPECT_EQ(ipChanges().size(), 1u);
+
+  ASSERT_TRUE(fault.revert(f, *prior).isOk());
+  const std::vector<std::string> changes = ipChanges();
+  ASSERT_GE(changes.size(), 2u);
+  EXPECT_EQ(changes[1], "addAddress /eth0 10.0.2.15/24");
+  observed = fault.observe(f);
+  ASSERT_TRUE(observed.isOk());
+  EXPECT_EQ((*observed)["gid_address"], "10.0.2.15");
+
+  // Without an IPv4 address there is nothing to take away.
+  ip_.setAddresses("", "eth0", {kStaticV6});
+  auto none = fault.capture(f);
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(none.status().message(),
+            "rdma_gid_change capture: eth0 has no IPv4 address, so rxe0 port 1 has no "
+            "IPv4-mapped GID to take away");
+  EXPECT_EQ(fault.validate(json{{"gid", "ipv6"}}).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(RdmaDeviceFaultTest, GidChangeOnAnIpv6GidRemovesThatAddressWithItsFlags) {

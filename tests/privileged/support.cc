@@ -447,8 +447,9 @@ void ServeWithLabTest::SetUp() {
   FC_REQUIRE_ROOT();
   dir_ = makeTempDir();
   ASSERT_FALSE(dir_.empty());
-  serve_ = std::make_unique<ServeProcess>(
-      std::vector<std::string>{"--with-lab", std::to_string(hosts_)}, dir_);
+  std::vector<std::string> args = {"--with-lab", std::to_string(hosts_)};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  serve_ = std::make_unique<ServeProcess>(args, dir_);
   port_ = serve_->waitForPort(60000);
   ASSERT_GT(port_, 0) << "serve did not start:\n" << serve_->output();
 }

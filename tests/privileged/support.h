@@ -218,7 +218,8 @@ class BinaryProcessTest : public ::testing::Test {
 // calls this one first and returns when IsSkipped() or HasFatalFailure().
 class ServeWithLabTest : public ::testing::Test {
  protected:
-  explicit ServeWithLabTest(int hosts) : hosts_(hosts) {}
+  explicit ServeWithLabTest(int hosts, std::vector<std::string> extra_args = {})
+      : hosts_(hosts), extra_args_(std::move(extra_args)) {}
   void SetUp() override;
   void TearDown() override;
 
@@ -232,6 +233,7 @@ class ServeWithLabTest : public ::testing::Test {
 
  private:
   int hosts_;
+  std::vector<std::string> extra_args_;  // more serve flags
 };
 
 // A `fabric-chaos serve --with-lab 4` that the test starts (start()), may kill, and starts again

@@ -586,6 +586,29 @@ TEST(AnalysisTest, StepJsonUsesFieldNamesAndNulls) {
   EXPECT_EQ(toJson(m), expected);
 }
 
+// An external workload that reports step times only: the run is measured in steps per second,
+// and the ratios (retained, the score) come out as they would in busbw.
+TEST(AnalysisTest, SamplesWithoutBytesAreMeasuredInStepsPerSecond) {
+  std::vector<core::Sample> with_bytes = series(0, 5000, outage);
+  std::vector<core::Sample> without = with_bytes;
+  for (core::Sample& s : without) s.bytes = 0;
+  const RunAnalysis busbw = analyzeRun(with_bytes, outageFault(), params(), true);
+  const RunAnalysis steps = analyzeRun(without, outageFault(), params(), true);
+  EXPECT_EQ(busbw.rate_unit, RateUnit::kBusBandwidthGBps);
+  EXPECT_EQ(steps.rate_unit, RateUnit::kStepsPerSecond);
+  EXPECT_EQ(toJson(steps).at("rate_unit"), "steps_per_s");
+  EXPECT_TRUE(steps.note.empty()) << steps.note;
+  // Equal sizes everywhere: the rate is busbw's divided by a constant, so the ratios agree.
+  EXPECT_DOUBLE_EQ(steps.baseline_busbw_gbps, 1000.0 / without.front().duration_ms);
+  ASSERT_EQ(steps.steps.size(), 1u);
+  EXPECT_NEAR(steps.steps[0].retained, busbw.steps[0].retained, 1e-9);
+  EXPECT_NEAR(steps.score, busbw.score, 1e-9);
+  EXPECT_EQ(steps.steps[0].time_to_recover_ms, busbw.steps[0].time_to_recover_ms);
+  EXPECT_DOUBLE_EQ(iterationRate(0, 250, 4), 4.0);
+  EXPECT_DOUBLE_EQ(iterationRate(0, 0, 4), 0.0);
+  EXPECT_DOUBLE_EQ(iterationRate(1'000'000, 1, 4), busBandwidthGBps(1'000'000, 1, 4));
+}
+
 TEST(AnalysisTest, RunAndVerdictJson) {
   const RunAnalysis run = analyzeRun(series(0, 5000, outage), outageFault(), params(), true);
   const nlohmann::json j = toJson(run);
@@ -594,7 +617,8 @@ TEST(AnalysisTest, RunAndVerdictJson) {
   ASSERT_EQ(j.at("steps").size(), 1u);
   EXPECT_EQ(j.at("steps")[0].at("time_to_recover_ms"), 15.0);
   EXPECT_EQ(j.at("score"), run.score);
-  EXPECT_EQ(j.size(), 5u);
+  EXPECT_EQ(j.at("rate_unit"), "busbw_gbps");
+  EXPECT_EQ(j.size(), 6u);
 
   const nlohmann::json v =
       toJson(std::vector<GateVerdict>{{"min_score", false, "score 1.0 < 2.0"}});

@@ -69,6 +69,17 @@ Fabric netnsLab() {
   return fabric;
 }
 
+// What `fabric-chaos lab up --with-slurm` describes: the same hosts, and the cluster they make.
+Fabric slurmLab() {
+  Fabric fabric = netnsLab();
+  SlurmCluster slurm;
+  slurm.conf = "/run/fabric-chaos/slurm/netns-lab/slurm.conf";
+  slurm.submit_netns = "fcl-slurmctl";
+  slurm.partition = "lab";
+  fabric.slurm = slurm;
+  return fabric;
+}
+
 // What `fabric-chaos lab up --kind ib` registers, from a recorded discovery of the lab's subnet
 // (leaves l0, l1, spine s0, HCAs h0-h3, sm0 on h0 and sm1 on h2).
 Fabric ibLab() {
@@ -144,10 +155,19 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
     EXPECT_EQ(parsed->name, entry.path().stem().string());
     EXPECT_FALSE(parsed->description.empty());
     // Each scenario is checked against the lab it is written for.
+    const bool through_slurm = parsed->workload.kind != WorkloadKind::kRing &&
+                               parsed->workload.exec.launcher == WorkloadLauncher::kSlurm;
     const Fabric fabric = parsed->fabric == "vm-lab"                    ? vmLab()
                           : parsed->fabric == "ib-lab"                  ? ibLab()
                           : kLeafSpineScenarios.count(parsed->name) > 0 ? leafSpineLab()
+                          : through_slurm                               ? slurmLab()
                                                                         : netnsLab();
+    if (through_slurm) {
+      // Without a cluster in the fabric it is refused when submitted, saying what is missing.
+      const Status refused = validateForFabric(parsed.value(), netnsLab(), catalog());
+      EXPECT_EQ(refused.code(), core::StatusCode::kUnprocessable);
+      EXPECT_NE(refused.message().find("no Slurm cluster"), std::string::npos) << refused.message();
+    }
     EXPECT_TRUE(parsed->fabric.empty() || parsed->fabric == fabric.name) << parsed->fabric;
     Status st = validateForFabric(parsed.value(), fabric, catalog());
     EXPECT_TRUE(st.isOk()) << st.toString();
@@ -170,6 +190,45 @@ TEST(LibraryTest, EveryFileParsesValidatesAndIsNamedAfterItsFile) {
   EXPECT_TRUE(names.count("pfc-disabled-on-host"));
   EXPECT_TRUE(names.count("pfc-storm-roce"));
   EXPECT_TRUE(names.count("pfc-storm-spread"));
+  for (const char* verbs : {"verbs-cqe-error", "gid-change", "rdma-device-reset"}) {
+    EXPECT_TRUE(names.count(verbs)) << verbs;
+  }
+}
+
+TEST(LibraryTest, VerbsAndRdmaDeviceScenariosActOnRank1sMachineUnderAVerbsRing) {
+  struct Expected {
+    const char* file;
+    std::vector<std::pair<std::string, injectors::Target>> actions;  // kind, target
+  };
+  injectors::ProcessTarget rank1;
+  rank1.rank = 1;
+  const Expected expected[] = {
+      {"verbs-cqe-error.json", {{"verbs_cqe_error", rank1}}},
+      {"gid-change.json", {{"rdma_gid_change", injectors::RdmaPortTarget{"rxe0", 1, 0}}}},
+      {"rdma-device-reset.json",
+       {{"verbs_qp_error", rank1}, {"rdma_port_down", injectors::RdmaPortTarget{"rxe0", 1, 0}}}},
+  };
+  // The reset's port goes down 300 ms after its QPs failed, whichever order the agent would
+  // apply two faults of one instant in (docs/verbs-faults.md says why that order).
+  const std::vector<std::pair<int64_t, int64_t>> windows[] = {
+      {{0, 2000}}, {{0, 2000}}, {{0, 2000}, {300, 2000}}};
+  for (size_t n = 0; n < std::size(expected); ++n) {
+    const Expected& e = expected[n];
+    SCOPED_TRACE(e.file);
+    const Scenario s = load(e.file);
+    EXPECT_EQ(s.fabric, "vm-lab");
+    EXPECT_EQ(s.workload.transport, "verbs");
+    auto plan = planFaults(s, vmLab());
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_EQ(plan->size(), e.actions.size());
+    for (size_t i = 0; i < e.actions.size(); ++i) {
+      EXPECT_EQ((*plan)[i].kind, e.actions[i].first);
+      EXPECT_EQ((*plan)[i].target.target, e.actions[i].second);
+      EXPECT_EQ((*plan)[i].target.host, vmLab().hosts[1].name);
+      EXPECT_EQ((*plan)[i].apply_at_ms, windows[n][i].first);
+      EXPECT_EQ((*plan)[i].revert_at_ms, windows[n][i].second);
+    }
+  }
 }
 
 TEST(LibraryTest, PfcStormsPauseTheLosslessPriorityOfH1WithTheRingInThatClass) {

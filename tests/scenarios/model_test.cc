@@ -54,6 +54,27 @@ TEST(ParseScenarioTest, AProcessKindsTargetNamesARankOrAHostsProcesses) {
   EXPECT_EQ(toJson(*again), back);
 }
 
+TEST(ParseScenarioTest, AnRdmaKindsTargetNamesADeviceOnARankOrHost) {
+  json doc = validDoc();
+  doc["steps"][0]["target"] = {{"rank", 1}, {"rdma_device", "rxe0"}, {"gid_index", 1}};
+  doc["steps"][1]["target"] = {{"host", "h1"}, {"rdma_device", "mlx5_0"}, {"rdma_port", 2}};
+  auto parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->steps[0].target.rdma_device, "rxe0");
+  EXPECT_EQ(parsed->steps[0].target.rdma_port, std::nullopt);
+  EXPECT_EQ(parsed->steps[0].target.gid_index, std::optional<int>(1));
+  EXPECT_EQ(parsed->steps[0].target.describe(), "rank 1 rdma rxe0/1 gid 1");
+  EXPECT_EQ(parsed->steps[1].target.rdma_port, std::optional<int>(2));
+  EXPECT_EQ(parsed->steps[1].target.describe(), "host h1 rdma mlx5_0/2");
+  const json back = toJson(*parsed);
+  EXPECT_EQ(back["steps"][0]["target"]["rdma_device"], "rxe0");
+  EXPECT_FALSE(back["steps"][0]["target"].contains("rdma_port"));
+  EXPECT_EQ(back["steps"][1]["target"]["rdma_port"], 2);
+  auto again = parseScenario(back);
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(toJson(*again), back);
+}
+
 TEST(ParseScenarioTest, ATrafficTargetNamesItsSources) {
   json doc = validDoc();
   doc["steps"][0]["target"]["sources"] = {"h0", "h2"};
@@ -255,6 +276,26 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"TargetProcessTooLong",
        [](json& d) { d["steps"][0]["target"]["process"] = "a_very_long_program_name"; },
        "steps[0].target.process: a process name is at most 15 characters (/proc/PID/comm)"},
+      {"TargetRdmaOnALink",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"link", "h1-sw0"}, {"rdma_device", "rxe0"}};
+       },
+       "steps[0].target.rdma_device: names a device on the selected host or rank"},
+      {"TargetRdmaPortWithoutDevice",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"rank", 1}, {"rdma_port", 1}};
+       },
+       "steps[0].target.rdma_port: goes with rdma_device"},
+      {"TargetRdmaPortZero",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"rank", 1}, {"rdma_device", "rxe0"}, {"rdma_port", 0}};
+       },
+       "steps[0].target.rdma_port: must be an integer in [1, 255]"},
+      {"TargetGidIndexNegative",
+       [](json& d) {
+         d["steps"][0]["target"] = {{"rank", 1}, {"rdma_device", "rxe0"}, {"gid_index", -1}};
+       },
+       "steps[0].target.gid_index: must be an integer in [0, 65535]"},
       {"TargetUnknown", [](json& d) { d["steps"][0]["target"]["nic"] = "eth0"; },
        "steps[0].target.nic: unknown field"},
       {"TargetHostNumber", [](json& d) { d["steps"][0]["target"]["host"] = 1; },
@@ -516,6 +557,79 @@ TEST(ParseScenarioTest, FabricNamesTheLabAScenarioIsWrittenFor) {
   auto bad = parseScenario(json{{"version", 1}, {"name", "x"}, {"fabric", 3}});
   ASSERT_FALSE(bad.isOk());
   EXPECT_EQ(bad.status().message().rfind("fabric:", 0), 0u) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace fabric_chaos::scenarios
+
+namespace fabric_chaos::scenarios {
+namespace {
+
+// External workloads (docs/workloads.md): their fields, the ring's refused beside them, and a
+// round trip through toJson.
+TEST(ExecWorkloadTest, ParsesRefusesAndRoundTrips) {
+  json doc = validDoc();
+  doc["workload"] = json::parse(R"js({
+    "kind": "exec", "hosts": ["h0", "h1"],
+    "command": ["all_reduce_perf", "-b", "64M", "-e", "64M", "-N", "0"],
+    "env": {"NCCL_DEBUG": "WARN"},
+    "parser": {"format": "nccl-tests", "placement": "in-place"},
+    "master_port": 29600, "silence_ms": 0, "start_timeout_ms": 5000, "samples_from": "rank0"})js");
+  auto parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  const WorkloadSpec& w = parsed->workload;
+  EXPECT_EQ(w.kind, WorkloadKind::kExec);
+  EXPECT_EQ(w.exec.command.front(), "all_reduce_perf");
+  EXPECT_EQ(w.exec.env.at("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(w.exec.parser.format, workload::StepFormat::kNcclTests);
+  EXPECT_EQ(w.exec.parser.placement, workload::NcclPlacement::kInPlace);
+  EXPECT_EQ(w.exec.master_port, 29600);
+  EXPECT_EQ(w.exec.silence_ms, 0);
+  EXPECT_EQ(w.exec.start_timeout_ms, 5000);
+  EXPECT_FALSE(w.exec.every_rank_reports);
+  auto again = parseScenario(toJson(*parsed));
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_EQ(toJson(*again), toJson(*parsed));
+
+  doc["workload"] = json::parse(R"js({"kind": "pytorch-ddp", "args": ["--timeout-s", "20"]})js");
+  parsed = parseScenario(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->workload.kind, WorkloadKind::kPytorchDdp);
+  EXPECT_EQ(parsed->workload.exec.command, (std::vector<std::string>{"--timeout-s", "20"}));
+  EXPECT_EQ(parsed->workload.exec.python, "/usr/bin/python3");
+  EXPECT_EQ(toJson(*parseScenario(toJson(*parsed))), toJson(*parsed));
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"js({"kind": "exec"})js", "workload.command"},
+      {R"js({"kind": "exec", "command": []})js", "workload.command"},
+      {R"js({"kind": "exec", "command": ["A=b"]})js", "workload.command[0]"},
+      {R"js({"kind": "exec", "command": ["x"], "message_bytes": 4096})js",
+       "workload.message_bytes"},
+      {R"js({"kind": "exec", "command": ["x"], "args": ["y"]})js", "workload.args"},
+      {R"js({"kind": "exec", "command": ["x"], "env": {"RANK": "3"}})js", "workload.env.RANK"},
+      {R"js({"kind": "exec", "command": ["x"], "env": {"1X": "3"}})js", "workload.env.1X"},
+      {R"js({"kind": "exec", "command": ["x"], "env": {"X": 3}})js", "workload.env.X"},
+      {R"js({"kind": "exec", "command": ["x"], "parser": {"format": "regex",
+          "pattern": "(?<step>\\d+)"}})js",
+       "workload.parser"},
+      {R"js({"kind": "exec", "command": ["x"], "parser": {"format": "jsonl",
+          "placement": "in-place"}})js",
+       "workload.parser.placement"},
+      {R"js({"kind": "exec", "command": ["x"], "samples_from": "all"})js", "workload.samples_from"},
+      {R"js({"kind": "exec", "command": ["x"], "master_port": 80})js", "workload.master_port"},
+      {R"js({"kind": "pytorch-ddp", "command": ["x"]})js", "workload.command"},
+      {R"js({"kind": "pytorch-ddp", "python": "python3"})js", "workload.python"},
+      {R"js({"kind": "ring", "command": ["x"]})js", "workload.command"},
+      {R"js({"kind": "mpi"})js", "workload.kind"},
+  };
+  for (const auto& [workload, field] : refused) {
+    doc["workload"] = json::parse(workload);
+    auto result = parseScenario(doc);
+    ASSERT_FALSE(result.isOk()) << workload;
+    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(result.status().message().rfind(field + ":", 0), 0u)
+        << workload << " -> " << result.status().message();
+  }
 }
 
 }  // namespace

@@ -8,35 +8,13 @@
 
 #include "scenarios/engine/agent_directory.h"
 #include "scenarios/step_targets.h"
+#include "tests/scenarios/vm_lab_fabric.h"
 
 namespace fabric_chaos::scenarios {
 namespace {
 
 using core::StatusCode;
 using injectors::ProcessTarget;
-
-Fabric vmFabric() {
-  Fabric fabric;
-  fabric.name = "vm-lab";
-  fabric.kind = "vm";
-  for (int i = 0; i < 3; ++i) {
-    Host host;
-    host.name = "vm" + std::to_string(i);
-    host.agent = "http://127.0.0.1:710" + std::to_string(i);
-    host.nics.push_back({"eth0", "10.201.0." + std::to_string(i + 1)});
-    fabric.hosts.push_back(host);
-    fabric.links.push_back(
-        {host.name + "-sw0", host.name, "eth0", "sw0", "p" + std::to_string(i), {}});
-  }
-  return fabric;
-}
-
-FaultStep step(const std::string& kind, TargetSelector target) {
-  FaultStep s;
-  s.kind = kind;
-  s.target = std::move(target);
-  return s;
-}
 
 TargetSelector rank(int r) {
   TargetSelector t;
@@ -100,7 +78,8 @@ TEST(ProcessStepTargets, SelectorsThatDoNotNameProcessesAreRefusedBothWays) {
       << link.status().message();
   auto flap_rank = resolveStepTargets(step("link_flap", rank(0)), fabric);
   EXPECT_EQ(flap_rank.status().message(),
-            "rank: only kinds that act on processes (verbs_*) take a rank; link_flap does not");
+            "rank: only kinds that act on processes (verbs_*) or RDMA ports (rdma_*) take a rank; "
+            "link_flap does not");
   auto flap_process = resolveStepTargets(step("link_flap", host("vm0", "nccl")), fabric);
   EXPECT_EQ(flap_process.status().code(), StatusCode::kInvalidArgument);
   TargetSelector with_sources = host("vm0");

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tests/privileged/support.h"
 #include "tests/vm/vm_support.h"
@@ -106,6 +107,10 @@ class PfcRoceEndToEnd : public ::testing::Test {
             : "dumpcap and tshark are not installed (deploy/install-deps.sh)");
     dir_ = makeTempDir();
     binary_ = std::getenv("FC_BINARY");
+    launchLab();
+  }
+
+  void launchLab() {
     const std::string state = dir_ + "/state";
     const std::string agent = "exec " + binary_ + " agent --listen 0.0.0.0:7070 --token-file " +
                               state + "/vm/agent.token --allow eth0 --mgmt-if eth1";
@@ -117,6 +122,14 @@ class PfcRoceEndToEnd : public ::testing::Test {
     serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, dir_);
     port_ = serve_->waitForPort(30000);
     ASSERT_GT(port_, 0) << serve_->output();
+  }
+
+  void relaunchLab() {
+    if (serve_) serve_->stop(30000);
+    serve_.reset();
+    runShell(binary_ + " lab down --kind vm --state-dir " + dir_ + "/state >/dev/null 2>&1");
+    lab_up_ = false;
+    launchLab();
   }
 
   void TearDown() override {
@@ -135,10 +148,10 @@ class PfcRoceEndToEnd : public ::testing::Test {
     }
   }
 
-  void keepEvidence() {
+  void keepEvidence(const std::string& suffix = "failure") {
     const char* artifacts = std::getenv("FC_ARTIFACTS");
     if (artifacts == nullptr || dir_.empty()) return;
-    const std::filesystem::path to = std::filesystem::path(artifacts) / "pfc_roce_e2e";
+    const std::filesystem::path to = std::filesystem::path(artifacts) / "pfc_roce_e2e" / suffix;
     std::error_code ec;
     std::filesystem::create_directories(to, ec);
     for (const char* file :
@@ -148,6 +161,8 @@ class PfcRoceEndToEnd : public ::testing::Test {
                                  std::filesystem::copy_options::overwrite_existing, ec);
     }
     if (serve_) std::ofstream(to / "serve.log") << serve_->output();
+    std::cerr << "pfc_roce_e2e: guest consoles, the PFC agent's state and serve's output kept in "
+              << to << "\n";
   }
 
   // One run of the ring under vm1's storm, with dumpcap on vm1's switch port around it.
@@ -174,19 +189,40 @@ class PfcRoceEndToEnd : public ::testing::Test {
 };
 
 TEST_F(PfcRoceEndToEnd, AStormPausesTheVerbsRingInTheLosslessClassAndNotInBestEffort) {
-  const auto [lossless_run, lossless] = runUnderCapture(26);
-  // A run that ended in an error has a result without an analysis: shown, not dereferenced.
+  // Soft-RoCE in the 6.12 guests can panic their kernel (a double fault in rxe's receiver was seen
+  // once in this test, after the storm): the lab failing, not the product. Once, the test says so,
+  // keeps the consoles, relaunches the lab and runs both runs again; a second panic fails it.
   const json::json_pointer steps_at("/result/analysis/steps");
+  json lossless_run, control_run, counters;
+  Capture lossless, control;
+  for (int attempt = 1;; ++attempt) {
+    std::tie(lossless_run, lossless) = runUnderCapture(26);
+    // The switch agent's counters after the storm run, before the control run adds to them.
+    const json agent_state =
+        json::parse(readFile(dir_ + "/state/pfc/fcv-sw0.json"), nullptr, false);
+    const json::json_pointer tap1("/ports/fcv-tap1");
+    counters =
+        agent_state.is_object() && agent_state.contains(tap1) ? agent_state[tap1] : json::object();
+    std::string panicked = panickedGuest(dir_ + "/state", {"vm0", "vm1"});
+    if (panicked.empty()) {
+      std::tie(control_run, control) = runUnderCapture(0);
+      panicked = panickedGuest(dir_ + "/state", {"vm0", "vm1"});
+    }
+    if (panicked.empty()) break;
+    keepEvidence("attempt" + std::to_string(attempt));
+    ASSERT_EQ(attempt, 1) << panicked << "'s kernel panicked again: "
+                          << guestPanicLine(dir_ + "/state", panicked);
+    std::cout << "pfc_roce_e2e: " << panicked << "'s guest kernel panicked ("
+              << guestPanicLine(dir_ + "/state", panicked) << "); relaunching the lab\n";
+    relaunchLab();
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  // A run that ended in an error has a result without an analysis: shown, not dereferenced.
   ASSERT_TRUE(lossless_run.contains(steps_at) && lossless_run[steps_at].is_array())
       << lossless_run.dump(2);
-  const json& step = lossless_run["result"]["analysis"]["steps"][0];
-  const json agent_state = json::parse(readFile(dir_ + "/state/pfc/fcv-sw0.json"), nullptr, false);
-  const json::json_pointer tap1("/ports/fcv-tap1");
-  const json counters =
-      agent_state.is_object() && agent_state.contains(tap1) ? agent_state[tap1] : json::object();
-  const auto [control_run, control] = runUnderCapture(0);
   ASSERT_TRUE(control_run.contains(steps_at) && control_run[steps_at].is_array())
       << control_run.dump(2);
+  const json& step = lossless_run["result"]["analysis"]["steps"][0];
   const json& control_step = control_run["result"]["analysis"]["steps"][0];
 
   std::cout << "pfc-storm on the verbs ring (VM lab): DSCP 26 retained " << step["retained"]

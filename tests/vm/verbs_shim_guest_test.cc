@@ -30,6 +30,7 @@ using nlohmann::json;
 const std::string kShimLibrary = FC_VERBS_SHIM_PATH;
 const std::string kForwardingLibrary = FC_VERBS_FORWARDING_PATH;
 const std::string kNcclStyleOpen = FC_NCCL_STYLE_OPEN;
+const std::string kRegMrPattern = FC_REG_MR_PATTERN;
 
 // The first line of `out` that holds `needle`, printed for the log: what perftest said.
 void showLine(const std::string& what, const std::string& out, const std::string& needle) {
@@ -273,6 +274,27 @@ TEST_F(VerbsShimGuest, FaultsArmedAtLoadFailTheFirstRegistration) {
   EXPECT_NE(refused->output().find("FABRIC_CHAOS_VERBS_FAULTS[0].kind: must be"), std::string::npos)
       << refused->output();
   refused->signalAndWait(SIGTERM, 30000, true);
+}
+
+// libibverbs' ibv_reg_mr reaches the library twice (itself, then ibv_reg_mr_iova2 through
+// libibverbs' PLT), yet every second registration is refused, not every call: one registration is
+// one event for every_nth and count.
+TEST_F(VerbsShimGuest, OneRegistrationIsOneEventForTheTriggers) {
+  const auto every_second =
+      runShell(R"(FABRIC_CHAOS_VERBS_FAULTS='[{"kind": "reg_mr_fail", "errno": "EFAULT",)"
+               R"( "trigger": {"every_nth": 2}}]')"
+               " LD_PRELOAD=" +
+               kShimLibrary + " " + kRegMrPattern + " 6 2>&1");
+  EXPECT_EQ(every_second.exit_code, 0) << every_second.out;
+  EXPECT_NE(every_second.out.find("pattern ynynyn\nerrno 14\n"), std::string::npos)
+      << every_second.out;
+  const auto first_two =
+      runShell(R"(FABRIC_CHAOS_VERBS_FAULTS='[{"kind": "reg_mr_fail", "trigger": {"count": 2}}]')"
+               " LD_PRELOAD=" +
+               kShimLibrary + " " + kRegMrPattern + " 4 2>&1");
+  EXPECT_NE(first_two.out.find("pattern nnyy\n"), std::string::npos) << first_two.out;
+  std::cout << "reg_mr_fail every_nth 2 over 6 registrations: " << every_second.out
+            << "count 2 over 4: " << first_two.out;
 }
 
 TEST_F(VerbsShimGuest, ATargetThatMatchesNoShimLoadedProcessFailsAndArmsNothing) {

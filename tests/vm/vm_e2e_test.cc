@@ -36,9 +36,19 @@ class VmLabEndToEnd : public ::testing::Test {
     const std::string binary = std::getenv("FC_BINARY");
     const std::string state = *dir_ + "/state";
     // The guest's own observer: its eth0 root qdisc on the serial console every 200 ms.
+    // And rxe0's port as the kernel shows it in sysfs: its state, GID 1 (the IPv4-mapped GID of
+    // eth0's address, after the default GID) and the indexes that hold an IPv4-mapped GID.
     const std::string agent =
         "(while :; do echo \"FC_QDISC $(tc qdisc show dev eth0 | head -n1)\"; "
-        "sleep 0.2; done) & exec " +
+        // Shell builtins only (a fork costs tens of ms in the TCG guest), GID indexes 0-7.
+        "cd /sys/class/infiniband/rxe0/ports/1 2>/dev/null && { read s < state; g=; "
+        "read g < gids/1 2>/dev/null; v=; for i in 0 1 2 3 4 5 6 7; do x=; "
+        "read x < gids/$i 2>/dev/null; case $x in *:ffff:*) v=$v$i;; esac; done; "
+        "echo FC_RDMA $s gid1=$g v4=$v; }; cd /; "
+        "sleep 0.2; done) & "
+        // Rank 1's stderr (its agent's rank log), for a failure's evidence.
+        "(tail -F -n 0 /run/fabric-chaos-agent/logs/rank-1.log 2>/dev/null | "
+        "while read -r l; do echo \"FC_RANKLOG $l\"; done) & exec " +
         binary + " agent --listen 0.0.0.0:7070 --token-file " + state +
         "/vm/agent.token --allow eth0 --mgmt-if eth1";
     auto up = runShell(binary + " lab up --kind vm --hosts 2 --state-dir " + state +
@@ -355,6 +365,143 @@ TEST_F(VmLabEndToEnd, AVerbsCompletionErrorBreaksTheRingWhichReformsAndRecovers)
             << shim_seen.dump() << "\n";
 }
 
+// The rank-1 events of a run's peer_lost kind, one line each, for failure messages and the log.
+std::vector<json> peerLostOfRank(const json& events, int rank) {
+  std::vector<json> out;
+  for (const json& lost : eventsOfKind(events, "peer_lost")) {
+    if (lost["detail"].value("rank", -1) == rank) out.push_back(lost["detail"]);
+  }
+  return out;
+}
+
+// A run's events, one line each (run ms, kind, rank, message), samples left out: where the time
+// between a fault and the ring's recovery went.
+void printTimeline(const json& events) {
+  std::cout << "timeline:\n";
+  for (const json& e : events) {
+    const json& detail = e.value("detail", json::object());
+    std::cout << "  " << e.value("t_ms", 0.0) << " ms " << e.value("kind", "") << " rank "
+              << detail.value("rank", -1) << " " << detail.value("message", "") << "\n";
+  }
+}
+
+// The indexes of rxe0's port 1 that hold an IPv4-mapped GID, as an FC_RDMA line shows them ("" for
+// none).
+std::string ipv4GidIndexes(const std::string& line) {
+  const size_t at = line.find("v4=");
+  return at == std::string::npos ? "" : line.substr(at + 3);
+}
+
+// gid-change: vm1's agent takes away eth0's IPv4 address, the one behind rank 1's RoCE GID, for
+// 2 s. Seen from inside vm1 (its console prints the port's state, GID 1 and the indexes holding an
+// IPv4-mapped GID every 200 ms): no IPv4-mapped GID is left during the step, and one is back on an
+// active port afterwards, at whatever index the kernel gave it. The ring loses its connections
+// through vm1, re-forms, and the analysis measures the recovery.
+TEST_F(VmLabEndToEnd, AGidChangeOnRank1BreaksTheRingUntilTheAddressIsBack) {
+  ConsoleWatcher rdma(*dir_ + "/state/vm/vm1.console.log", "FC_RDMA ");
+  ASSERT_NE(rdma.waitFor([](const std::string& v) { return !v.empty(); }, 10000), 0);
+  const std::string before = rdma.latest();
+  ASSERT_FALSE(ipv4GidIndexes(before).empty()) << "vm1's rxe0 has no IPv4-mapped GID: " << before;
+  ASSERT_NE(before.find("ACTIVE"), std::string::npos) << before;
+  const size_t from = rdma.watched().size();
+  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "gid-change"}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t id = reply.json()["id"].get<int64_t>();
+  const json run = waitForFinalRun(id, 240, &rdma);
+  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
+      << run.dump(2);
+
+  const std::vector<ConsoleWatcher::Line> lines = rdma.watched();
+  size_t without = 0;
+  for (size_t i = from; i < lines.size(); ++i) without += ipv4GidIndexes(lines[i].text).empty();
+  EXPECT_GT(without, 0u) << "vm1's console always showed an IPv4-mapped GID during the run";
+  const auto back = [](const std::string& v) {
+    return v.find("ACTIVE") != std::string::npos && !ipv4GidIndexes(v).empty();
+  };
+  EXPECT_NE(rdma.waitFor(back, 10000), 0)
+      << "no IPv4-mapped GID back on an active port: " << rdma.latest();
+  const json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
+  ASSERT_EQ(eventsOfKind(events, "fault_applied").size(), 1u) << events.dump(1);
+  ASSERT_EQ(eventsOfKind(events, "fault_reverted").size(), 1u) << events.dump(1);
+  const std::vector<json> lost = eventsOfKind(events, "peer_lost");
+  EXPECT_FALSE(lost.empty()) << "no rank lost a peer while rank 1's address was gone\n"
+                             << events.dump(1);
+  const auto& step = run["result"]["analysis"]["steps"][0];
+  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
+  std::cout << "gid-change: vm1 before \"" << before << "\", after \"" << rdma.latest() << "\" ("
+            << without << " console lines without an IPv4 GID); longest stall "
+            << step["longest_stall_ms"] << " ms, recovery " << step["time_to_recover_ms"]
+            << " ms, score " << run["score"] << "; peer_lost:";
+  for (const json& e : lost) std::cout << " " << e["detail"].dump();
+  std::cout << "\n";
+  printTimeline(events);
+}
+
+// rdma-device-reset: rank 1's port down and its QPs failing for 2 s, together. Seen from inside
+// vm1: the port is DOWN for about the step and ACTIVE with the same GID afterwards. Rank 1 reports
+// its peer lost with a completion status or CM event, the ring re-forms, and the analysis measures
+// the recovery of the one step that both faults make.
+TEST_F(VmLabEndToEnd, TheVerbsRingDetectsEachVerbsFaultReformsAndIsMeasured) {
+  const json scenario = json::parse(R"({
+    "version": 1,
+    "name": "verbs-each-fault",
+    "description": "qp_error, post_fail and completion_delay on rank 1, one after another",
+    "fabric": "vm-lab",
+    "workload": {"transport": "verbs", "message_bytes": 65536, "compute_ms": 5,
+                 "peer_timeout_ms": 20000},
+    "baseline_ms": 3000,
+    "steps": [
+      {"kind": "verbs_qp_error", "target": {"rank": 1}, "at_ms": 0, "duration_ms": 1000,
+       "params": {"count": 1}},
+      {"kind": "verbs_post_fail", "target": {"rank": 1}, "at_ms": 8000, "duration_ms": 1000,
+       "params": {"op": "send", "errno": "ENOMEM", "count": 1}},
+      {"kind": "verbs_completion_delay", "target": {"rank": 1}, "at_ms": 16000,
+       "duration_ms": 2000, "params": {"delay_ms": 1500, "count": 1}}
+    ],
+    "recovery_ms": 8000,
+    "tolerance": 0.3,
+    "gates": {"require_survival": true}
+  })");
+  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t id = reply.json()["id"].get<int64_t>();
+  const json run = waitForFinalRun(id, 300);
+  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
+      << run.dump(2);
+  const json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
+  ASSERT_EQ(eventsOfKind(events, "fault_applied").size(), 3u) << events.dump(1);
+  ASSERT_EQ(eventsOfKind(events, "fault_reverted").size(), 3u) << events.dump(1);
+  const std::vector<json> rank1 = peerLostOfRank(events, 1);
+  bool flushed = false;
+  bool post_failed = false;
+  for (const json& lost : rank1) {
+    flushed = flushed || lost.contains("wc_status");
+    post_failed =
+        post_failed || lost.value("message", "").find("ibv_post_send") != std::string::npos;
+  }
+  EXPECT_TRUE(flushed) << "rank 1 never reported a failed completion after its QP was moved to "
+                       << "error\n"
+                       << events.dump(1);
+  EXPECT_TRUE(post_failed) << "rank 1 never reported the failed ibv_post_send\n" << events.dump(1);
+  const json& steps = run["result"]["analysis"]["steps"];
+  ASSERT_EQ(steps.size(), 3u) << run["result"].dump(1);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_TRUE(steps[i]["recovered"].get<bool>()) << "step " << i << ": " << steps[i].dump(1);
+  }
+  // Held completions stall the ring for about the delay without breaking it.
+  EXPECT_GE(steps[2]["longest_stall_ms"].get<double>(), 1000) << steps[2].dump(1);
+  std::cout << "verbs-each-fault: score " << run["score"] << "\n";
+  const char* names[] = {"qp_error", "post_fail", "completion_delay"};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::cout << "  " << names[i] << ": longest stall " << steps[i]["longest_stall_ms"]
+              << " ms, recovery " << steps[i]["time_to_recover_ms"] << " ms, retained "
+              << steps[i]["retained"] << "\n";
+  }
+  for (const json& lost : rank1) std::cout << "  rank 1 peer_lost " << lost.dump() << "\n";
+}
+
 TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
   ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
   ASSERT_NE(vm1.waitFor([](const std::string& q) { return !q.empty(); }, 10000), 0);
@@ -415,5 +562,49 @@ TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
   serve_.reset();
 }
 
+// Last in the shared lab, and run on its own (ctest -L quarantine, tests/vm/CMakeLists.txt):
+// Soft-RoCE in the 6.12 guests often does not come back from a port that went down under failing
+// QPs (docs/verbs-faults.md, "Known problem"), and no other verbs test may inherit the wedged
+// device.
+TEST_F(VmLabEndToEnd, AnRdmaDeviceResetOnRank1IsSurvivedAndMeasured) {
+  ConsoleWatcher rdma(*dir_ + "/state/vm/vm1.console.log", "FC_RDMA ");
+  ASSERT_NE(rdma.waitFor([](const std::string& v) { return !v.empty(); }, 10000), 0);
+  const std::string before = rdma.latest();
+  ASSERT_NE(before.find("ACTIVE"), std::string::npos) << before;
+  const size_t from = rdma.mark();
+  auto reply =
+      httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "rdma-device-reset"}}.dump());
+  ASSERT_EQ(reply.status, 202) << reply.body;
+  const int64_t id = reply.json()["id"].get<int64_t>();
+  const json run = waitForFinalRun(id, 240, &rdma);
+  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
+      << run.dump(2);
+
+  const double down_ms =
+      rdma.spanOf([](const std::string& v) { return v.find("DOWN") != std::string::npos; }, from);
+  EXPECT_GT(down_ms, 1000) << "vm1's console never showed rxe0's port down for the step";
+  EXPECT_LT(down_ms, 8000);
+  EXPECT_NE(rdma.waitFor([&](const std::string& v) { return v == before; }, 10000), 0)
+      << "rxe0's port and GIDs are not back as they were: " << rdma.latest();
+  const json events =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id) + "/events").json()["events"];
+  printTimeline(events);
+  ASSERT_EQ(eventsOfKind(events, "fault_applied").size(), 2u) << events.dump(1);
+  ASSERT_EQ(eventsOfKind(events, "fault_reverted").size(), 2u) << events.dump(1);
+  const std::vector<json> rank1 = peerLostOfRank(events, 1);
+  ASSERT_FALSE(rank1.empty()) << "rank 1 did not report a lost peer\n" << events.dump(1);
+  EXPECT_TRUE(rank1[0].contains("wc_status") || rank1[0].contains("cm_event")) << rank1[0].dump();
+  const auto& step = run["result"]["analysis"]["steps"][0];
+  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
+  std::cout << "rdma-device-reset: port DOWN for " << down_ms << " ms on vm1's console; longest "
+            << "stall " << step["longest_stall_ms"] << " ms, recovery "
+            << step["time_to_recover_ms"] << " ms, score " << run["score"]
+            << "; rank 1 first lost its peer: " << rank1[0].dump() << "\n";
+}
+
+// The verbs ring under each of the other verbs faults, one run, three steps on rank 1: a QP moved
+// to error, a failing ibv_post_send, and completions held back 1.5 s. Each is what rank 1's own
+// events say (a flushed completion, the post's errno, a stall without a lost peer), and each step
+// is measured to its recovery.
 }  // namespace
 }  // namespace fabric_chaos::testing

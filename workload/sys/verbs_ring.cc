@@ -589,8 +589,15 @@ Result<uint32_t> VerbsRing::form(uint32_t epoch, int64_t deadline_ns) {
       in_error = "an accepted connection was never established";
     }
 
+    // Also when a pending attempt times out: an attempt the peer never answers sends no CM event,
+    // and sleeping to the deadline would let one lost handshake spend the whole budget.
     int64_t wake_ns = deadline_ns;
     if (out == nullptr) wake_ns = std::min(wake_ns, next_attempt_ns);
+    for (const auto* pending : {&out, &in}) {
+      if (*pending != nullptr && !established(*pending)) {
+        wake_ns = std::min(wake_ns, (*pending)->started_ns + attempt_timeout_ns + kNsPerMs);
+      }
+    }
     pollfd pfd{channel_->fd, POLLIN, 0};
     int rc = ::poll(&pfd, 1, pollTimeoutMs(now, wake_ns));
     if (rc < 0 && errno != EINTR) return core::errnoStatus(errno, "poll");

@@ -171,6 +171,38 @@ TEST_F(FabricAgentsTest, VerbsTrafficIsRefusedOnAHostWithoutAnActiveRdmaPort) {
   EXPECT_THAT(refused.message(), HasSubstr("hosts h1, h0 (agent local) has none"));
 }
 
+TEST_F(FabricAgentsTest, AnRdmaDeviceStepNeedsThatDeviceAndPortOnItsHost) {
+  for (auto* agent : {&local_, &guest0_, &guest1_}) {
+    agent->kinds.push_back({"rdma_port_down", "", true, "", "rdma netlink"});
+  }
+  guest1_.rdma_devices = {{"rxe0", {{1, "ACTIVE", 16}}}};
+  const auto scenarioOn = [](const std::string& target) {
+    auto scenario = parseScenario(nlohmann::json::parse(
+        R"({"version": 1, "name": "port", "workload": {"transport": "verbs"}, "baseline_ms": 1000,
+            "recovery_ms": 1000, "steps": [{"kind": "rdma_port_down", "target": )" +
+        target + R"(, "at_ms": 0, "duration_ms": 500}]})"));
+    EXPECT_TRUE(scenario.isOk()) << scenario.status().toString();
+    return *scenario;
+  };
+  FabricAgents agents = make();
+  auto vm = agents.kindCatalog(vm_);
+  ASSERT_TRUE(vm.isOk()) << vm.status().toString();
+  EXPECT_TRUE(
+      validateForFabric(scenarioOn(R"({"rank": 1, "rdma_device": "rxe0"})"), vm_, *vm).isOk());
+  const core::Status other_device =
+      validateForFabric(scenarioOn(R"({"rank": 1, "rdma_device": "mlx5_0"})"), vm_, *vm);
+  EXPECT_EQ(other_device.code(), core::StatusCode::kUnprocessable);
+  EXPECT_THAT(other_device.message(),
+              HasSubstr("rdma_port_down on host h1 (agent http://127.0.0.1:7101): it has no RDMA "
+                        "device mlx5_0 (it has rxe0)"));
+  const core::Status other_port = validateForFabric(
+      scenarioOn(R"({"host": "h1", "rdma_device": "rxe0", "rdma_port": 2})"), vm_, *vm);
+  EXPECT_THAT(other_port.message(), HasSubstr("device rxe0 has no port 2"));
+  const core::Status none =
+      validateForFabric(scenarioOn(R"({"rank": 0, "rdma_device": "rxe0"})"), vm_, *vm);
+  EXPECT_THAT(none.message(), HasSubstr("it has no RDMA device rxe0 (it has none)"));
+}
+
 TEST_F(FabricAgentsTest, AKindOneGuestLacksIsRefusedNamingThatGuest) {
   guest1_.kinds = {{"link_flap", "", true, "", "netlink"}};
   FabricAgents agents = make();

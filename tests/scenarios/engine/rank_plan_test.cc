@@ -166,5 +166,46 @@ TEST(RankPlan, AScenarioWithAVerbsStepStartsItsRanksWithTheShimLoaded) {
   for (const PlannedRank& r : *shimmed) EXPECT_TRUE(r.spec.verbs_shim) << r.spec.rank;
 }
 
+// External workloads: every rank meets at rank 0's address, and pytorch-ddp is the shipped script
+// under the scenario's interpreter with gloo on the rank's own fabric interface.
+TEST(RankPlan, AnExternalWorkloadRendezvousesAtRankZero) {
+  Scenario scenario = scenarioWith({"vm2", "vm0"});
+  scenario.workload.kind = WorkloadKind::kPytorchDdp;
+  scenario.workload.exec.command = {"--timeout-s", "20"};
+  scenario.workload.exec.env = {{"NCCL_DEBUG", "WARN"}};
+  scenario.workload.exec.master_port = 29600;
+  auto ranks = planRanks(scenario, threeHostFabric(), 17005);
+  ASSERT_TRUE(ranks.isOk()) << ranks.status().toString();
+  ASSERT_EQ(ranks->size(), 2u);
+  for (const PlannedRank& r : *ranks) {
+    EXPECT_EQ(r.spec.transport, "exec");
+    EXPECT_EQ(r.spec.exec.master_addr, "10.0.0.3") << "vm2 is rank 0";
+    EXPECT_EQ(r.spec.exec.master_port, 29600);
+    EXPECT_EQ(r.spec.exec.ifname, "eth1");
+    EXPECT_EQ(r.spec.exec.script, "pytorch-ddp");
+    EXPECT_EQ(r.spec.exec.command,
+              (std::vector<std::string>{"/usr/bin/python3", "{script}", "--timeout-s", "20"}));
+    EXPECT_EQ(r.spec.exec.env,
+              (std::vector<std::string>{"GLOO_SOCKET_IFNAME=eth1", "NCCL_DEBUG=WARN"}));
+    EXPECT_TRUE(r.spec.exec.reports_steps);
+  }
+  EXPECT_EQ((*ranks)[1].agent.name, "http://127.0.0.1:7100");
+
+  // An exec job whose steps only rank 0 prints; the scenario's GLOO_SOCKET_IFNAME is its own.
+  scenario.workload.kind = WorkloadKind::kExec;
+  scenario.workload.exec.command = {"all_reduce_perf", "-N", "0"};
+  scenario.workload.exec.parser.format = workload::StepFormat::kNcclTests;
+  scenario.workload.exec.every_rank_reports = false;
+  ranks = planRanks(scenario, threeHostFabric(), 17005);
+  ASSERT_TRUE(ranks.isOk());
+  EXPECT_TRUE((*ranks)[0].spec.exec.reports_steps);
+  EXPECT_FALSE((*ranks)[1].spec.exec.reports_steps);
+  EXPECT_EQ((*ranks)[0].spec.exec.script, "");
+  EXPECT_EQ((*ranks)[0].spec.exec.command,
+            (std::vector<std::string>{"all_reduce_perf", "-N", "0"}));
+  EXPECT_EQ((*ranks)[0].spec.exec.parser.format, workload::StepFormat::kNcclTests);
+  EXPECT_EQ((*ranks)[0].spec.exec.env, (std::vector<std::string>{"NCCL_DEBUG=WARN"}));
+}
+
 }  // namespace
 }  // namespace fabric_chaos::scenarios

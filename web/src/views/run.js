@@ -180,6 +180,8 @@ export async function runView(ctx, id) {
     const result = current.result || {};
     const analysis = result.analysis || {};
     const steps = analysis.steps || [];
+    // An external workload without bytes is measured in steps/s (docs/scoring.md, rate_unit).
+    const unit = analysis.rate_unit === 'steps_per_s' ? 'steps/s' : 'GB/s';
     stepsSlot.replaceChildren();
     if (steps.length) {
       // In a scroller of its own: fourteen columns can be wider than the page.
@@ -190,7 +192,7 @@ export async function runView(ctx, id) {
           el('td', {}, s.step), el('td', {}, stepKind(current, s.step)),
           el('td', {}, `${fmtMs(s.fault_start_ms)} – ${fmtMs(s.fault_end_ms)}`),
           el('td', { class: 'num' }, fmtPercent(s.retained)),
-          el('td', { class: 'num' }, `${fmtNumber(s.worst_busbw_gbps, 3)} / ${fmtNumber(s.baseline_busbw_gbps, 3)} GB/s`),
+          el('td', { class: 'num' }, `${fmtNumber(s.worst_busbw_gbps, 3)} / ${fmtNumber(s.baseline_busbw_gbps, 3)} ${unit}`),
           el('td', { class: 'num' }, fmtMs(s.time_to_detect_ms)),
           el('td', { class: 'num' }, s.recovered === false ? 'not recovered' : fmtMs(s.time_to_recover_ms)),
           el('td', { class: 'num' }, fmtMs(s.longest_stall_ms)),
@@ -205,7 +207,7 @@ export async function runView(ctx, id) {
     }
     if (analysis.note) stepsSlot.append(el('p', { class: 'muted small' }, analysis.note));
     if (analysis.baseline_busbw_gbps !== undefined) {
-      stepsSlot.append(el('p', { class: 'small' }, `Baseline ${fmtNumber(analysis.baseline_busbw_gbps, 3)} GB/s over ${analysis.baseline_iterations ?? '–'} iterations.`));
+      stepsSlot.append(el('p', { class: 'small' }, `Baseline ${fmtNumber(analysis.baseline_busbw_gbps, 3)} ${unit} over ${analysis.baseline_iterations ?? '–'} iterations.`));
     }
     const gates = result.gates || [];
     gatesSlot.replaceChildren(gates.length
