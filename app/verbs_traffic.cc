@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ int runVerbsSink(const TrafficOptions& o, const sigset_t& wait_mask) {
   workload::SinkLedger ledger(start_ns);
   printReportLine(ledger.report(start_ns, false));
   std::vector<int> ledger_id;  // by the sink's flow index
+  // Bytes of a flow whose ESTABLISHED event has not been seen yet: the source may write as soon
+  // as its own side is up, and the sink can poll those completions first. Counted at kOpened.
+  std::map<int, int64_t> early_bytes;
   auto idOf = [&](int flow) -> int {
     if (flow < 0 || static_cast<size_t>(flow) >= ledger_id.size()) return -1;
     return ledger_id[static_cast<size_t>(flow)];
@@ -50,14 +54,32 @@ int runVerbsSink(const TrafficOptions& o, const sigset_t& wait_mask) {
   auto apply = [&](const std::vector<Event>& events) {
     for (const Event& e : events) {
       switch (e.kind) {
-        case Event::Kind::kOpened:
+        case Event::Kind::kOpened: {
           if (ledger_id.size() <= static_cast<size_t>(e.flow)) ledger_id.resize(e.flow + 1, -1);
-          ledger_id[static_cast<size_t>(e.flow)] = ledger.opened(e.text);
+          const int id = ledger.opened(e.text);
+          ledger_id[static_cast<size_t>(e.flow)] = id;
+          if (auto early = early_bytes.find(e.flow); early != early_bytes.end()) {
+            ledger.received(id, early->second);
+            early_bytes.erase(early);
+          }
           break;
+        }
         case Event::Kind::kBytes:
-          if (int id = idOf(e.flow); id >= 0) ledger.received(id, e.bytes);
+          if (int id = idOf(e.flow); id >= 0) {
+            ledger.received(id, e.bytes);
+          } else {
+            early_bytes[e.flow] += e.bytes;
+          }
           break;
         case Event::Kind::kClosed:
+          // A flow that closed before its ESTABLISHED event still delivered what it carried.
+          if (auto early = early_bytes.find(e.flow);
+              early != early_bytes.end() && idOf(e.flow) < 0) {
+            if (ledger_id.size() <= static_cast<size_t>(e.flow)) ledger_id.resize(e.flow + 1, -1);
+            ledger_id[static_cast<size_t>(e.flow)] = ledger.opened("(not established)");
+            ledger.received(ledger_id[static_cast<size_t>(e.flow)], early->second);
+          }
+          early_bytes.erase(e.flow);
           if (int id = idOf(e.flow); id >= 0) {
             ledger.closed(id);
             ledger_id[static_cast<size_t>(e.flow)] = -1;

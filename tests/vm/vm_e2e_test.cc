@@ -222,91 +222,6 @@ TEST_F(VmLabEndToEnd, NetemDelayRunsThroughTheRemoteAgentAndIsMeasuredAndScored)
   EXPECT_TRUE(step["recovered"].get<bool>()) << step.dump();
 }
 
-TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) {
-  // A guest kernel can die under retransmission ("Oops: double fault" in kmem_cache_alloc_node
-  // from rxe_receiver; 2 of about 20 runs here, when the guests ran with 5-level paging, which
-  // lab/vm_lab.cc now turns off). That is the lab failing, not the product: the test says so,
-  // keeps the consoles, relaunches the lab and runs the scenario once more. A second panic fails
-  // the test.
-  json run;
-  for (int attempt = 1;; ++attempt) {
-    ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
-    const size_t from = vm1.mark();
-    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
-    ASSERT_EQ(reply.status, 202) << reply.body;
-    const int64_t id = reply.json()["id"].get<int64_t>();
-    run = waitForFinalRun(id, 240, &vm1);
-    const std::string panicked = panickedGuest();
-    if (panicked.empty()) {
-      observed_netem_ms_ = vm1.spanOf(hasNetem, from);
-      break;
-    }
-    keepEvidence("attempt" + std::to_string(attempt));
-    ASSERT_EQ(attempt, 1) << panicked << "'s kernel panicked again during the roce-loss run";
-    std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during the roce-loss run ("
-              << guestPanicLine(panicked)
-              << "); consoles kept; relaunching the lab and running the scenario once more\n";
-    ASSERT_TRUE(relaunchLab()) << *lab_output_;
-  }
-  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
-      << run.dump(2);
-  ASSERT_TRUE(run["score"].is_number());
-  EXPECT_EQ(run["scenario_document"]["workload"]["transport"], "verbs");
-
-  const auto& analysis = run["result"]["analysis"];
-  const auto& step = analysis["steps"][0];
-  const double fault_start = step["fault_start_ms"].get<double>();
-  const double fault_end = step["fault_end_ms"].get<double>();
-  const double baseline_end = run["result"]["baseline"]["end_ms"].get<double>();
-  // The stored window is the controller's view of when the loss was in force: from the apply's
-  // reply (up to ~1.1 s after the scheduled apply while rxe keeps the single TCG vCPU busy) to
-  // the revert's request, at the scheduled instant 4 s after the scheduled apply. Cross-checked,
-  // coarsely, against vm1 itself: its console showed a netem root for about 4 s. Coarsely,
-  // because under rxe's load the guest's print loop (fork and exec of tc, then 0.2 s of sleep)
-  // comes round only every ~1.3 s (46 lines in one 60 s lab here).
-  EXPECT_GE(fault_start, baseline_end - 1) << run["timeline"].dump(1);
-  EXPECT_NEAR(fault_end, baseline_end + 4000, 300) << run["timeline"].dump(1);
-  EXPECT_GT(fault_end - fault_start, 2500) << run["timeline"].dump(1);
-  EXPECT_NEAR(observed_netem_ms_, 4000, 1500) << "vm1's console showed netem for that long";
-  // time_to_recover_ms is null when the ring never got back to 90 % of its baseline: say so
-  // with the step, rather than fail on a JSON type error below.
-  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
-  auto samples =
-      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/samples")
-          .json();
-  std::vector<double> during;
-  std::vector<double> after;
-  for (const auto& s : samples["samples"]) {
-    const double start = s["start_ms"].get<double>();
-    const double busbw = s["busbw_gbps"].get<double>();
-    if (start > fault_start && start < fault_end) during.push_back(busbw);
-    if (start > fault_end + step["time_to_recover_ms"].get<double>()) after.push_back(busbw);
-  }
-  const double baseline = analysis["baseline_busbw_gbps"].get<double>();
-  const double worst = step["worst_busbw_gbps"].get<double>();
-  const double longest_stall = step["longest_stall_ms"].get<double>();
-  std::cout << "verbs busbw: baseline " << baseline << " GB/s, median under 2% loss "
-            << median(during) << " GB/s, worst " << worst << " GB/s, longest stall "
-            << longest_stall << " ms, median after recovery " << median(after) << " GB/s; retained "
-            << step["retained"].get<double>() << ", recovery " << step["time_to_recover_ms"]
-            << " ms, score " << run["score"].get<double>() << "; netem seen on vm1 for "
-            << observed_netem_ms_ << " ms\n";
-  // Go-back-N: 2 % loss costs RoCE far more than 2 % of its throughput. It shows as collectives
-  // stalled on retransmission timeouts (the ones that complete between stalls run at full speed,
-  // so their median says little): most of the progress is lost and the worst stall is long. The
-  // worst completed iteration is a tenth of the baseline or less, unless hardly any completed:
-  // then the stall itself covers most of the window.
-  EXPECT_LT(step["retained"].get<double>(), 0.5) << step.dump();
-  EXPECT_GT(longest_stall, 300) << step.dump();
-  EXPECT_TRUE(worst < 0.1 * baseline || longest_stall > 0.5 * (fault_end - fault_start))
-      << step.dump();
-  // After the analysis's recovery point the ring runs near its baseline again. "Near" is wide:
-  // under TCG the same ring's baseline ranged from 0.0017 to 0.0033 GB/s across 13 runs here, and
-  // one run's guest slowed by 30 % between its baseline and its recovery window.
-  ASSERT_FALSE(after.empty());
-  EXPECT_GT(median(after), 0.6 * baseline);
-}
-
 // verbs-cqe-error: the ranks run with the verbs fault library loaded, and the agent on vm1 arms
 // rank 1's with one retry-exceeded completion. Seen from the controller: the fabric's description
 // lists the ranks' shims (as vm1's agent finds them by their sockets) with the injection made;
@@ -560,6 +475,94 @@ TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
   // exec every 200 ms in a TCG guest, and the console file (6.2 s measured with a 5 s lease).
   EXPECT_LE(after_ms, lease_ms + 2500);
   serve_.reset();
+}
+
+// Last of the default cases: 2 % loss on RoCE makes Soft-RoCE retransmit hard, and once (CI,
+// 6.12 guest) the slab it corrupted brought vm1 down with a double fault in rxe_receiver during
+// the next test's baseline. Run after the others, it can only spoil itself.
+TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) {
+  // A guest kernel can die under retransmission ("Oops: double fault" in kmem_cache_alloc_node
+  // from rxe_receiver; 2 of about 20 runs here, when the guests ran with 5-level paging, which
+  // lab/vm_lab.cc now turns off). That is the lab failing, not the product: the test says so,
+  // keeps the consoles, relaunches the lab and runs the scenario once more. A second panic fails
+  // the test.
+  json run;
+  for (int attempt = 1;; ++attempt) {
+    ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
+    const size_t from = vm1.mark();
+    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
+    ASSERT_EQ(reply.status, 202) << reply.body;
+    const int64_t id = reply.json()["id"].get<int64_t>();
+    run = waitForFinalRun(id, 240, &vm1);
+    const std::string panicked = panickedGuest();
+    if (panicked.empty()) {
+      observed_netem_ms_ = vm1.spanOf(hasNetem, from);
+      break;
+    }
+    keepEvidence("attempt" + std::to_string(attempt));
+    ASSERT_EQ(attempt, 1) << panicked << "'s kernel panicked again during the roce-loss run";
+    std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during the roce-loss run ("
+              << guestPanicLine(panicked)
+              << "); consoles kept; relaunching the lab and running the scenario once more\n";
+    ASSERT_TRUE(relaunchLab()) << *lab_output_;
+  }
+  ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
+      << run.dump(2);
+  ASSERT_TRUE(run["score"].is_number());
+  EXPECT_EQ(run["scenario_document"]["workload"]["transport"], "verbs");
+
+  const auto& analysis = run["result"]["analysis"];
+  const auto& step = analysis["steps"][0];
+  const double fault_start = step["fault_start_ms"].get<double>();
+  const double fault_end = step["fault_end_ms"].get<double>();
+  const double baseline_end = run["result"]["baseline"]["end_ms"].get<double>();
+  // The stored window is the controller's view of when the loss was in force: from the apply's
+  // reply (up to ~1.1 s after the scheduled apply while rxe keeps the single TCG vCPU busy) to
+  // the revert's request, at the scheduled instant 4 s after the scheduled apply. Cross-checked,
+  // coarsely, against vm1 itself: its console showed a netem root for about 4 s. Coarsely,
+  // because under rxe's load the guest's print loop (fork and exec of tc, then 0.2 s of sleep)
+  // comes round only every ~1.3 s (46 lines in one 60 s lab here).
+  EXPECT_GE(fault_start, baseline_end - 1) << run["timeline"].dump(1);
+  EXPECT_NEAR(fault_end, baseline_end + 4000, 300) << run["timeline"].dump(1);
+  EXPECT_GT(fault_end - fault_start, 2500) << run["timeline"].dump(1);
+  EXPECT_NEAR(observed_netem_ms_, 4000, 1500) << "vm1's console showed netem for that long";
+  // time_to_recover_ms is null when the ring never got back to 90 % of its baseline: say so
+  // with the step, rather than fail on a JSON type error below.
+  ASSERT_TRUE(step["recovered"].get<bool>()) << step.dump(1);
+  auto samples =
+      httpRequest(port_, "GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/samples")
+          .json();
+  std::vector<double> during;
+  std::vector<double> after;
+  for (const auto& s : samples["samples"]) {
+    const double start = s["start_ms"].get<double>();
+    const double busbw = s["busbw_gbps"].get<double>();
+    if (start > fault_start && start < fault_end) during.push_back(busbw);
+    if (start > fault_end + step["time_to_recover_ms"].get<double>()) after.push_back(busbw);
+  }
+  const double baseline = analysis["baseline_busbw_gbps"].get<double>();
+  const double worst = step["worst_busbw_gbps"].get<double>();
+  const double longest_stall = step["longest_stall_ms"].get<double>();
+  std::cout << "verbs busbw: baseline " << baseline << " GB/s, median under 2% loss "
+            << median(during) << " GB/s, worst " << worst << " GB/s, longest stall "
+            << longest_stall << " ms, median after recovery " << median(after) << " GB/s; retained "
+            << step["retained"].get<double>() << ", recovery " << step["time_to_recover_ms"]
+            << " ms, score " << run["score"].get<double>() << "; netem seen on vm1 for "
+            << observed_netem_ms_ << " ms\n";
+  // Go-back-N: 2 % loss costs RoCE far more than 2 % of its throughput. It shows as collectives
+  // stalled on retransmission timeouts (the ones that complete between stalls run at full speed,
+  // so their median says little): most of the progress is lost and the worst stall is long. The
+  // worst completed iteration is a tenth of the baseline or less, unless hardly any completed:
+  // then the stall itself covers most of the window.
+  EXPECT_LT(step["retained"].get<double>(), 0.5) << step.dump();
+  EXPECT_GT(longest_stall, 300) << step.dump();
+  EXPECT_TRUE(worst < 0.1 * baseline || longest_stall > 0.5 * (fault_end - fault_start))
+      << step.dump();
+  // After the analysis's recovery point the ring runs near its baseline again. "Near" is wide:
+  // under TCG the same ring's baseline ranged from 0.0017 to 0.0033 GB/s across 13 runs here, and
+  // one run's guest slowed by 30 % between its baseline and its recovery window.
+  ASSERT_FALSE(after.empty());
+  EXPECT_GT(median(after), 0.6 * baseline);
 }
 
 // Last in the shared lab, and run on its own (ctest -L quarantine, tests/vm/CMakeLists.txt):
