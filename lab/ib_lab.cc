@@ -66,16 +66,6 @@ std::string optionsRecord(const IbLabOptions& o) {
   return out.str();
 }
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", s);
-  return text;
-}
-
 }  // namespace
 
 IbLab::IbLab(sys::CommandRunner& runner, sys::DaemonControl& daemons, IbLabOptions options)
@@ -254,7 +244,8 @@ core::Result<ib::IbSubnet> IbLab::waitForSubnet(
         last_seen = std::to_string(without_lid) + " cables still have an end without a LID";
       } else {
         if (!reported_discovery) {
-          progress("subnet: every node and cable has a LID after " + seconds(secondsSince(start)));
+          progress("subnet: every node and cable has a LID after " +
+                   secondsText(secondsSince(start)));
           reported_discovery = true;
         }
         std::string states;
@@ -273,14 +264,14 @@ core::Result<ib::IbSubnet> IbLab::waitForSubnet(
         }
         last_seen = states;
         if (settled) {
-          progress("subnet up after " + seconds(secondsSince(start)) + ": " + states);
+          progress("subnet up after " + secondsText(secondsSince(start)) + ": " + states);
           return std::move(*subnet);
         }
       }
     }
     if (secondsSince(start) * 1000 > timeout_ms) {
       return Status(StatusCode::kUnavailable, "the IB subnet did not come up within " +
-                                                  seconds(timeout_ms / 1000.0) +
+                                                  secondsText(timeout_ms / 1000.0) +
                                                   "; last seen: " + last_seen);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));

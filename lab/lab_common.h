@@ -4,6 +4,7 @@
 // the fabric file at <state_dir>/fabrics/<name>.json (written atomically: tmp + rename).
 // Stateless free functions; thread-safe as far as the CommandRunner passed in is.
 
+#include <chrono>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +56,10 @@ bool isOnPath(const std::string& tool);
 std::string readTextFile(const std::string& path);
 // Without trailing newlines, spaces and carriage returns.
 std::string trimRight(std::string text);
+
+// Seconds from `start` to now on the steady clock, and "12.3 s": the labs' progress lines.
+double secondsSince(std::chrono::steady_clock::time_point start);
+std::string secondsText(double seconds);
 
 std::string fabricFilePath(const std::string& state_dir, const std::string& name);
 

@@ -60,16 +60,6 @@ std::string tailOfFirstNonEmpty(const std::vector<std::string>& logs) {
   return "(" + (logs.empty() ? std::string("no log") : logs.front()) + " is empty)";
 }
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", s);
-  return text;
-}
-
 // munged wants a key only root can read; 1024 random bytes as its own key generator makes.
 Status writeMungeKey(const std::string& path) {
   std::string key(kMungeKeyBytes, '\0');
@@ -212,7 +202,8 @@ Status SlurmLab::waitForMunge(pid_t munged) {
     if (secondsSince(start) * 1000 > kMungeReadyMs) {
       return Status(StatusCode::kUnavailable,
                     "munged (pid " + std::to_string(munged) + ") made no socket " +
-                        layout_.munge_socket + " within " + seconds(kMungeReadyMs / 1000.0) + ": " +
+                        layout_.munge_socket + " within " + secondsText(kMungeReadyMs / 1000.0) +
+                        ": " +
                         tailOfFirstNonEmpty({layout_.munge_log, layout_.daemonOutput("munged")}));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -266,7 +257,7 @@ Status SlurmLab::waitUntilIdle(const SlurmLabPlan& plan, const Progress& progres
     } else {
       const std::string not_idle = nodesNotIdle(sinfo->out, nodes);
       if (not_idle.empty()) {
-        progress("Slurm is up after " + seconds(secondsSince(start)) + ": sinfo shows " +
+        progress("Slurm is up after " + secondsText(secondsSince(start)) + ": sinfo shows " +
                  joined(nodes) + " idle in partition " + plan.cluster.partition);
         return Status::ok();
       }
@@ -277,7 +268,7 @@ Status SlurmLab::waitUntilIdle(const SlurmLabPlan& plan, const Progress& progres
       const SlurmLabLayout& l = plan.layout;
       return Status(StatusCode::kUnavailable,
                     "the Slurm cluster did not come up within " +
-                        seconds(options_.ready_timeout_ms / 1000.0) + ": sinfo showed \"" +
+                        secondsText(options_.ready_timeout_ms / 1000.0) + ": sinfo showed \"" +
                         last_seen + "\"; slurmctld.log ends: " +
                         tailOfFirstNonEmpty({l.slurmctld_log, l.daemonOutput("slurmctld")}) +
                         "; slurmd-" + first_not_idle + ".log ends: " +
