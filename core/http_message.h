@@ -18,6 +18,9 @@ struct HttpRequest {
   std::string target;                          // "/v1/runs?state=passed"
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  // The client's IP address as the transport saw it ("" when unknown, e.g. in tests): what
+  // unauthenticated refusals are counted by (server/auth/refusal_limiter.h).
+  std::string peer = {};
 };
 
 struct HttpResponse {

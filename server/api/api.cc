@@ -62,6 +62,7 @@ constexpr Route kRoutes[] = {
     {"/v1/runs/:id/events", {{"GET", internal::getRunEvents}}},
     {"/v1/runs/:id/telemetry", {{"GET", internal::getRunTelemetry}}},
     {"/v1/faults", {{"GET", internal::listFaults}}},
+    {"/v1/agents/register", {{"POST", internal::registerAgent}}},
     {"/v1/faults/:id/revert", {{"POST", internal::revertFault}}},
     {"/v1/suites", {{"GET", internal::listSuites}}},
     {"/v1/suites/:name",
@@ -186,8 +187,8 @@ std::optional<Response> authenticate(internal::Context* ctx, const Request& requ
 // Establishes ctx->caller for a request to `segments` and checks its role, or returns the 401 /
 // 403 to answer. *identified says whether ctx->caller now names someone (a token, or the
 // anonymous admin of --no-auth) for the audit log.
-std::optional<Response> admit(internal::Context* ctx, const Request& request,
-                              const std::vector<std::string>& segments,
+std::optional<Response> admit(internal::Context* ctx, auth::RefusalLimiter& refusals,
+                              const Request& request, const std::vector<std::string>& segments,
                               const std::map<std::string, std::string>* query_token_source,
                               bool* identified) {
   *identified = false;
@@ -198,6 +199,16 @@ std::optional<Response> admit(internal::Context* ctx, const Request& request,
   }
   std::optional<store::Role> needed = auth::requiredRole(request.method, segments);
   if (!needed) return std::nullopt;  // public: the caller stays an anonymous viewer
+  // A source that keeps presenting bad credentials costs no token lookup until its window ends.
+  if (auto retry_ms = refusals.throttle(request.peer, ctx->deps.wall_now_ms())) {
+    Response response =
+        errorBody(429, "TOO_MANY_REQUESTS",
+                  "too many requests without a valid token from " +
+                      (request.peer.empty() ? std::string("this client") : request.peer) +
+                      "; retry in " + std::to_string((*retry_ms + 999) / 1000) + " s");
+    response.headers.emplace_back("Retry-After", std::to_string((*retry_ms + 999) / 1000));
+    return response;
+  }
   if (auto refused = authenticate(ctx, request, query_token_source)) return refused;
   *identified = true;
   if (ctx->caller.role < *needed) {
@@ -209,20 +220,28 @@ std::optional<Response> admit(internal::Context* ctx, const Request& request,
   return std::nullopt;
 }
 
-// Every mutation, whatever its outcome, and every refusal of a credential goes to the audit log.
-void audit(const internal::Context& ctx, const Request& request, const Response& response,
-           bool identified) {
+// Every mutation, whatever its outcome, and every refusal of a credential goes to the audit log;
+// unauthenticated refusals (401, and the 429 that follows too many) are coalesced per source.
+void audit(const internal::Context& ctx, auth::RefusalLimiter& refusals, const Request& request,
+           const Response& response, bool identified) {
+  if (!identified && response.status == 429) return;  // counted by the limiter already
   if (!auth::isMutatingMethod(request.method) && response.status != 401 && response.status != 403) {
     return;
   }
   if (ctx.deps.store == nullptr) return;
+  if (!identified && response.status == 401 &&
+      refusals.refused(request.peer, ctx.deps.wall_now_ms()) ==
+          auth::RefusalLimiter::Verdict::kCount) {
+    return;
+  }
   store::AuditRecord record;
-  record.wall_ms = core::wallNowMs();
+  record.wall_ms = ctx.deps.wall_now_ms();
   record.actor = identified ? ctx.caller.name : "anonymous";
   record.role = identified ? store::roleName(ctx.caller.role) : "";
   record.method = request.method;
   record.path = pathOf(request.target);  // never the query: it may carry ?access_token=
   record.status = response.status;
+  if (!identified && !request.peer.empty()) record.detail["source"] = request.peer;
   nlohmann::json body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_object()) {
     if (response.status >= 200 && response.status < 300) {
@@ -246,10 +265,10 @@ void audit(const internal::Context& ctx, const Request& request, const Response&
 }
 
 // audit() must not turn an answered request into an exception (a JSON type error, say).
-void auditSafely(const internal::Context& ctx, const Request& request, const Response& response,
-                 bool identified) {
+void auditSafely(const internal::Context& ctx, auth::RefusalLimiter& refusals,
+                 const Request& request, const Response& response, bool identified) {
   try {
-    audit(ctx, request, response, identified);
+    audit(ctx, refusals, request, response, identified);
   } catch (const std::exception& e) {
     core::logError(std::string("cannot write an audit record: ") + e.what());
   }
@@ -263,9 +282,34 @@ Response internalError(const std::exception* e) {
 
 }  // namespace
 
-Api::Api(ApiDeps deps) : deps_(std::move(deps)) {}
+Api::Api(ApiDeps deps) : deps_(std::move(deps)), refusals_(deps_.refusal_limits) {
+  if (!deps_.wall_now_ms) deps_.wall_now_ms = core::wallNowMs;
+}
+
+void Api::writeRefusalSummaries(bool all) {
+  const int64_t now_ms = deps_.wall_now_ms();
+  for (const auto& summary : refusals_.takeEnded(now_ms, all)) {
+    if (deps_.store == nullptr) continue;
+    store::AuditRecord record;
+    record.wall_ms = now_ms;
+    record.actor = "anonymous";
+    record.status = 401;
+    record.detail = {{"source", summary.source},
+                     {"coalesced", summary.refusals},
+                     {"throttled", summary.throttled},
+                     {"window_start_ms", summary.window_start_ms},
+                     {"window_ms", deps_.refusal_limits.window_ms}};
+    if (auto id = deps_.store->appendAudit(record); !id) {
+      core::logError("cannot write the audit summary of " + std::to_string(summary.refusals) +
+                     " refusals from " + summary.source + ": " + id.status().toString());
+    }
+  }
+}
+
+void Api::flushRefusalSummaries() { writeRefusalSummaries(true); }
 
 Response Api::handle(const Request& request) {
+  writeRefusalSummaries(false);
   internal::Context ctx{deps_, scenario_mu_, {}};
   Response response;
   bool identified = false;
@@ -273,7 +317,8 @@ Response Api::handle(const Request& request) {
     auto target = parseTarget(request.target);
     if (!target) {
       response = errorResponse(target.status());
-    } else if (auto refused = admit(&ctx, request, target->segments, nullptr, &identified)) {
+    } else if (auto refused =
+                   admit(&ctx, refusals_, request, target->segments, nullptr, &identified)) {
       response = std::move(*refused);
     } else {
       response = dispatch(ctx, request);
@@ -283,7 +328,7 @@ Response Api::handle(const Request& request) {
   } catch (...) {
     response = internalError(nullptr);
   }
-  auditSafely(ctx, request, response, identified);
+  auditSafely(ctx, refusals_, request, response, identified);
   return response;
 }
 
@@ -302,7 +347,7 @@ std::unique_ptr<core::EventStream> Api::openStream(const Request& request, Respo
   bool identified = false;
   std::unique_ptr<core::EventStream> stream;
   try {
-    if (auto refused = admit(&ctx, request, segments, &target->query, &identified)) {
+    if (auto refused = admit(&ctx, refusals_, request, segments, &target->query, &identified)) {
       *refusal = std::move(*refused);
     } else {
       internal::Call call{request, {segments[2]}, std::move(target->query)};
@@ -313,7 +358,9 @@ std::unique_ptr<core::EventStream> Api::openStream(const Request& request, Respo
   } catch (...) {
     *refusal = internalError(nullptr);
   }
-  if (stream == nullptr && refusal->status != 0) auditSafely(ctx, request, *refusal, identified);
+  if (stream == nullptr && refusal->status != 0) {
+    auditSafely(ctx, refusals_, request, *refusal, identified);
+  }
   return stream;
 }
 

@@ -14,8 +14,10 @@
 #include "core/http_message.h"
 #include "injectors/injector.h"
 #include "scenarios/engine/fabric_agents.h"
+#include "scenarios/registration.h"
 #include "scenarios/services.h"
 #include "scenarios/validate.h"
+#include "server/auth/refusal_limiter.h"
 #include "store/store.h"
 
 namespace fabric_chaos::api {
@@ -38,8 +40,14 @@ struct ApiDeps {
   scenarios::FaultService* faults = nullptr;  // GET /v1/faults works without; revert needs it
   // The in-progress view of a run (engine live status as JSON), or null when it is not running.
   std::function<nlohmann::json(int64_t run_id)> live;
+  // POST /v1/agents/register: records the agent in its real fabric and answers what it did
+  // ({"fabric", "host", "created", "hosts"}); unset = 501.
+  std::function<core::Result<nlohmann::json>(const scenarios::AgentRegistration&)> register_agent;
   // false = `serve --no-auth`: every caller is an anonymous admin.
   bool require_auth = true;
+  // Unauthenticated refusals: one audit row per source and window, 429 past the limit.
+  auth::RefusalLimiterOptions refusal_limits;
+  std::function<int64_t()> wall_now_ms;  // default core::wallNowMs
 };
 
 class Api {
@@ -54,8 +62,15 @@ class Api {
   // the request is refused (401/403/404...).
   std::unique_ptr<core::EventStream> openStream(const Request& request, Response* refusal);
 
+  // Writes the summary rows of every unauthenticated-refusal window still open (serve calls it
+  // on the way out, so no count is lost); handle() writes those of ended windows as it goes.
+  void flushRefusalSummaries();
+
  private:
+  void writeRefusalSummaries(bool all);
+
   ApiDeps deps_;
+  auth::RefusalLimiter refusals_;
   std::mutex scenario_mu_;  // makes scenario create-if-absent / replace / delete atomic
 };
 

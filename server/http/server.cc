@@ -219,7 +219,12 @@ class ServerImpl : public Server {
   Status loadTls() {
     const std::string& cert = options_.tls_cert_file;
     const std::string& key = options_.tls_key_file;
-    if (cert.empty() && key.empty()) return Status::ok();
+    if (cert.empty() && key.empty()) {
+      if (options_.tls_client_ca_file.empty()) return Status::ok();
+      return Status(StatusCode::kInvalidArgument,
+                    "client certificates (" + options_.tls_client_ca_file +
+                        ") need TLS: give the server a certificate and key too");
+    }
     if (cert.empty() || key.empty()) {
       return Status(StatusCode::kInvalidArgument,
                     std::string("TLS needs both a certificate and a private key; got only the ") +
@@ -251,6 +256,20 @@ class ServerImpl : public Server {
       return Status(StatusCode::kInvalidArgument,
                     "TLS private key " + key + " does not match certificate " + cert);
     }
+    return requireClientCertificates();
+  }
+
+  Status requireClientCertificates() {
+    const std::string& ca = options_.tls_client_ca_file;
+    if (ca.empty()) return Status::ok();
+    if (Status st = checkReadable(ca, "client CA file"); !st.isOk()) return st;
+    beast::error_code ec;
+    tls_->load_verify_file(ca, ec);
+    if (ec) {
+      return Status(StatusCode::kInvalidArgument,
+                    "cannot load client CA file " + ca + ": " + ec.message());
+    }
+    tls_->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
     return Status::ok();
   }
 
@@ -613,6 +632,9 @@ void Session<Stream>::handleRequest(bhttp::request<bhttp::string_body>&& request
     if (!inserted) it->second += ", " + value;
   }
   api_request.body = std::move(request.body());
+  beast::error_code peer_ec;
+  const auto peer = tcp().socket().remote_endpoint(peer_ec);
+  if (!peer_ec) api_request.peer = peer.address().to_string();
 
   api::Response refusal;
   if (auto events = server_->openStream(api_request, &refusal)) {

@@ -26,6 +26,9 @@ struct ServerOptions {
   int max_connections = 64;     // more are answered 503 and closed
   std::string tls_cert_file;    // both set = HTTPS (PEM files); both empty = plain HTTP
   std::string tls_key_file;
+  // With TLS: a PEM file of CAs; set = every client must present a certificate one of them
+  // signed (the handshake fails otherwise), so only holders of such a certificate get in.
+  std::string tls_client_ca_file = {};
   std::string web_root;  // directory with index.html; "" = no static files
 };
 

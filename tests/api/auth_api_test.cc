@@ -117,7 +117,14 @@ TEST_F(AuthApiTest, MalformedAuthorizationHeadersAre401) {
               "unknown or revoked");
   // The scheme is case-insensitive.
   EXPECT_EQ(call("bEaReR " + viewer_.secret, "GET", "/v1/runs").status, 200);
-  EXPECT_EQ(auditLog().size(), 5u) << "every 401 is audited";
+  // From one source within a minute: the first in full, the other four as one count.
+  auto log = auditLog();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_THAT(log[0].detail.value("error", ""), HasSubstr("\"Basic\" scheme"));
+  api_->flushRefusalSummaries();
+  log = auditLog();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].detail["coalesced"], 4) << log[0].detail.dump();
 }
 
 TEST_F(AuthApiTest, RevokedTokenIs401LikeAnUnknownOne) {
@@ -423,12 +430,108 @@ TEST_F(AuthStreamTest, StreamsAuthenticateByHeaderOrQuery) {
   ASSERT_TRUE(store_->revokeToken(viewer_.id).isOk());
   EXPECT_EQ(open("GET", target + "?access_token=" + viewer_.secret, "", &refusal), nullptr);
   expectError(refusal, 401, "UNAUTHENTICATED", "unknown or revoked");
+  // The second refusal from the same source is counted into the first one's window.
+  auto log = auditLog();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].path, target);
+  EXPECT_EQ(log[0].status, 401);
+  api_->flushRefusalSummaries();
+  log = auditLog();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].detail["coalesced"], 1) << log[0].detail.dump();
+  for (const auto& record : log) {
+    EXPECT_EQ(record.path.find(viewer_.secret), std::string::npos);
+    EXPECT_EQ(record.detail.dump().find(viewer_.secret), std::string::npos);
+  }
+}
+
+// Unauthenticated refusals per source address (server/auth/refusal_limiter.h), on a clock the
+// test moves.
+class RefusalLimitTest : public AuthApiTest {
+ protected:
+  void SetUp() override {
+    AuthApiTest::SetUp();
+    ApiDeps limited = deps(true);
+    limited.refusal_limits.window_ms = 60000;
+    limited.refusal_limits.max_per_window = 5;
+    limited.wall_now_ms = [this] { return now_ms_; };
+    api_ = std::make_unique<Api>(limited);
+  }
+
+  Response from(const std::string& peer, const std::string& authorization,
+                const std::string& method = "GET", const std::string& target = "/v1/runs") {
+    Request request;
+    request.method = method;
+    request.target = target;
+    request.peer = peer;
+    if (!authorization.empty()) request.headers["authorization"] = authorization;
+    return api_->handle(request);
+  }
+
+  int64_t now_ms_ = 1700000000000;
+};
+
+TEST_F(RefusalLimitTest, ASourcesRefusalsInAWindowAreOneRowThenOneCount) {
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(from("192.0.2.7", "Bearer nope").status, 401);
+  EXPECT_EQ(from("198.51.100.1", "").status, 401);
+  auto log = auditLog();
+  ASSERT_EQ(log.size(), 2u) << "one row per source";
+  EXPECT_EQ(log[1].detail["source"], "192.0.2.7");
+  EXPECT_EQ(log[0].detail["source"], "198.51.100.1");
+
+  // The window ends; the next request of anyone writes its summary.
+  now_ms_ += 60000;
+  EXPECT_EQ(from("203.0.113.9", "", "GET", "/healthz").status, 200);
+  log = auditLog();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].detail["source"], "192.0.2.7");
+  EXPECT_EQ(log[0].detail["coalesced"], 3);
+  EXPECT_EQ(log[0].detail["throttled"], 0);
+  EXPECT_EQ(log[0].detail["window_start_ms"], 1700000000000);
+  EXPECT_EQ(log[0].status, 401);
+  // A new window starts with a full row again.
+  EXPECT_EQ(from("192.0.2.7", "Bearer nope").status, 401);
+  EXPECT_EQ(auditLog().size(), 4u);
+}
+
+TEST_F(RefusalLimitTest, PastTheLimitTheSourceGets429UntilItsWindowEnds) {
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(from("192.0.2.7", "Bearer nope").status, 401);
+  // Even a valid token is not looked at from that source now; other sources are unaffected.
+  Response throttled = from("192.0.2.7", "Bearer " + viewer_.secret);
+  expectError(throttled, 429, "TOO_MANY_REQUESTS", "192.0.2.7");
+  EXPECT_EQ(header(throttled, "Retry-After"), "60");
+  EXPECT_EQ(from("198.51.100.1", "Bearer " + viewer_.secret).status, 200);
+  // Public endpoints stay public.
+  EXPECT_EQ(from("192.0.2.7", "", "GET", "/healthz").status, 200);
+  now_ms_ += 30000;
+  EXPECT_EQ(header(from("192.0.2.7", "Bearer nope", "POST", "/v1/runs"), "Retry-After"), "30");
+  EXPECT_EQ(auditLog().size(), 1u) << "throttled requests, mutations included, are only counted";
+
+  now_ms_ += 30000;
+  EXPECT_EQ(from("192.0.2.7", "Bearer " + viewer_.secret).status, 200);
   auto log = auditLog();
   ASSERT_EQ(log.size(), 2u);
-  for (const auto& record : log) {
-    EXPECT_EQ(record.path, target);
-    EXPECT_EQ(record.status, 401);
+  EXPECT_EQ(log[0].detail["coalesced"], 4);
+  EXPECT_EQ(log[0].detail["throttled"], 2);
+}
+
+TEST_F(RefusalLimitTest, AKnownTokensRefusalsStayIndividualRows) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(from("192.0.2.7", "Bearer " + viewer_.secret, "POST", "/v1/tokens").status, 403);
   }
+  auto log = auditLog();
+  ASSERT_EQ(log.size(), 3u) << "a 403 names its token holder: every one is kept";
+  EXPECT_EQ(log[0].actor, "alice");
+}
+
+TEST_F(RefusalLimitTest, FlushWritesTheOpenWindowsOnTheWayOut) {
+  for (int i = 0; i < 3; ++i) from("192.0.2.7", "");
+  api_->flushRefusalSummaries();
+  auto log = auditLog();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].detail["coalesced"], 2);
+  api_->flushRefusalSummaries();
+  EXPECT_EQ(auditLog().size(), 2u) << "nothing is written twice";
 }
 
 }  // namespace
