@@ -36,7 +36,8 @@ int64_t msToNs(int64_t ms) { return ms * 1000000; }
 class Connection {
  public:
   explicit Connection(RemoteAgentOptions options)
-      : options_(std::move(options)), client_(options_.base_url, options_.request_timeout_ms) {}
+      : options_(std::move(options)),
+        client_(options_.base_url, options_.request_timeout_ms, options_.tls) {}
 
   const RemoteAgentOptions& options() const { return options_; }
   const std::string& url() const { return options_.base_url; }

@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "core/status.h"
+#include "net/http_client.h"
 
 namespace fabric_chaos::agent {
 
@@ -29,6 +30,9 @@ struct RemoteAgentOptions {
   // info() only: the controller asks every host of a fabric when showing or validating it, and
   // one dead host must not hold that up for the full request timeout.
   int info_timeout_ms = 2000;
+  // For https:// agents: the CA that signed the agents' certificates, and the controller's
+  // client certificate for agents that verify their clients (`agent --tls-client-ca`).
+  net::TlsOptions tls = {};
 };
 
 // Does no network I/O: an unreachable agent shows up at the first call.

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/remote_agent.h"
+
 namespace fabric_chaos::app {
 
 core::Result<agent::Agent*> AppAgentDirectory::agentFor(const scenarios::AgentRef& ref) {
@@ -31,6 +33,16 @@ core::Result<agent::Agent*> AppAgentDirectory::agentFor(const scenarios::AgentRe
   agent::Agent* raw = remote.value().get();
   remotes_[ref.name] = std::move(remote.value());
   return raw;
+}
+
+AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls) {
+  return [tls = std::move(tls)](const std::string& url, const std::string& token) {
+    agent::RemoteAgentOptions options;
+    options.base_url = url;
+    options.token = token;
+    options.tls = tls;
+    return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent(std::move(options)));
+  };
 }
 
 }  // namespace fabric_chaos::app

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "net/http_client.h"
 #include "scenarios/engine/agent_directory.h"
 
 namespace fabric_chaos::app {
@@ -28,5 +29,9 @@ class AppAgentDirectory : public scenarios::AgentDirectory {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<agent::Agent>> remotes_;
 };
+
+// Remote agents over HTTP or HTTPS, with tls for https:// URLs (the agents' CA and the
+// controller's client certificate).
+AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls);
 
 }  // namespace fabric_chaos::app

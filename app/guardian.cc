@@ -488,10 +488,7 @@ PipeWatch watchPipe(int fd, int64_t lease_ms) {
     }
     // The same wiring as serve, without its blast-radius guard: revert never checks one.
     LocalStack stack(options.self_exe, options.state_dir + "/logs");
-    AppAgentDirectory agents(
-        stack.local_agent, [](const std::string& url, const std::string& token) {
-          return Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
-        });
+    AppAgentDirectory agents(stack.local_agent, remoteAgentFactory(options.agent_tls));
     lab::DirectoryFabricCatalog catalog(options.state_dir);
     return runGuardianRecovery({store->get(), &agents, &catalog, sys.get()}, serve_pid);
   });

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "net/http_client.h"
 #include "scenarios/engine/agent_directory.h"
 #include "scenarios/engine/engine.h"
 #include "store/store.h"
@@ -130,9 +131,10 @@ GuardianReport guardAfterPipeEnd(GuardianSys& sys, const std::string& received,
 
 struct GuardianOptions {
   std::string db_path;
-  std::string state_dir;  // serve's --state-dir: fabrics, rank logs
-  std::string self_exe;   // the fabric-chaos binary
-  int64_t lease_ms = 0;   // serve's --local-lease-ms; 0 = no lease (only death is watched)
+  std::string state_dir;           // serve's --state-dir: fabrics, rank logs
+  std::string self_exe;            // the fabric-chaos binary
+  int64_t lease_ms = 0;            // serve's --local-lease-ms; 0 = no lease (only death is watched)
+  net::TlsOptions agent_tls = {};  // serve's --agent-ca/--agent-cert/--agent-key: remote reverts
 };
 
 // serve's end of the guardian. Destroying it (every orderly return of serveMain) sends the

@@ -34,6 +34,10 @@ core::Result<Url> parseHttpUrl(const std::string& url);
 struct TlsOptions {
   std::string ca_file;    // PEM file of trusted CAs; "" = the system's default store
   bool insecure = false;  // accept any certificate (self-signed lab certificates); never default
+  // A client certificate (chain) and its key, PEM, for servers that verify their clients (an
+  // agent started with --tls-client-ca); both or neither.
+  std::string cert_file = {};
+  std::string key_file = {};
 };
 
 class HttpClient {

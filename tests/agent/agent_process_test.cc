@@ -2,6 +2,8 @@
 // port and a token file: it prints where it listens, answers /agent/v1/info only with the token,
 // and exits 0 on SIGTERM. Loopback only; it applies no fault.
 
+#include "tests/agent/agent_process.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -21,23 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kToken[] = "process-test-token-0123456789";
-
-// The real binary with its output collected; SIGKILLed if a test leaves it running.
-class AgentProcess : public fabric_chaos::testing::ChildProcess {
- public:
-  using ChildProcess::ChildProcess;
-
-  // The port from "fabric-chaos agent listening on 127.0.0.1:PORT"; 0 if it never says so.
-  int waitForPort(int timeout_ms) {
-    static const std::regex kListening(R"(fabric-chaos agent listening on 127\.0\.0\.1:(\d+))");
-    return ChildProcess::waitForPort(kListening, timeout_ms, 20);
-  }
-
-  // Sends signo and returns the exit code (128+signal when killed), -1 on timeout.
-  int signalAndWait(int signo, int timeout_ms) {
-    return ChildProcess::signalAndWait(signo, timeout_ms, /*kill_on_timeout=*/false);
-  }
-};
 
 class AgentBinary : public fabric_chaos::testing::BinaryProcessTest {
  protected:
