@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include "agent/agent_service.h"
 #include "agent/local_agent.h"
+#include "agent/registration_client.h"
 #include "app/cli.h"
 #include "app/local_stack.h"
 #include "app/version.h"
@@ -48,15 +51,31 @@ Options:
   --loss-backend netem|nftables
                        packet_loss's default backend (default: netem when the kernel has
                        sch_netem, else nftables); a fault's params.backend overrides it
+  --tls-cert PATH      serve HTTPS with this PEM certificate (chain); needs --tls-key
+  --tls-key PATH       the PEM private key of --tls-cert
+  --tls-client-ca PATH only clients presenting a certificate this CA signed get in (the
+                       controller's --agent-cert); needs --tls-cert
+  --register URL       register with the controller at URL (serve's base URL) now and every
+                       30 s: it records this host, its NICs and --labels in a real fabric, so
+                       a fleet needs no hand-written host list (docs/deployment.md)
+  --register-token-file PATH
+                       an operator token of that controller (needed with --register)
+  --register-ca PATH   the CA that signed the controller's certificate (default: the system's)
+  --advertise URL      where the controller reaches this agent (default: http(s)://<hostname>:
+                       <port>, https when --tls-cert is given)
+  --fabric NAME        the fabric to register into (default registered)
+  --labels K=V,K=V     this host's labels in that fabric, e.g. rail=3,leaf=leaf07,rack=r12
   --allow-exec         run external workloads (docs/workloads.md): commands the controller
                        names, run as this agent's user. Off by default: without it such ranks
                        are refused
 )";
 
 core::FlagRules agentFlagRules() {
-  return {{"listen", "token", "token-file", "allow", "mgmt-if", "state-dir", "log-dir", "agent-id",
-           "loss-backend"},
-          {"help", "allow-exec"}};
+  return {
+      {"listen", "token", "token-file", "allow", "mgmt-if", "state-dir", "log-dir", "agent-id",
+       "loss-backend", "tls-cert", "tls-key", "tls-client-ca", "register", "register-token-file",
+       "register-ca", "advertise", "fabric", "labels", "register-interval-ms"},
+      {"help", "allow-exec"}};
 }
 
 std::string readFile(const std::string& path, bool* ok) {
@@ -112,6 +131,49 @@ int agentMain(int argc, char** argv) {
   }
   // Long polls hold a worker each while they wait.
   http_options.threads = 8;
+  http_options.tls_cert_file = flags.getOr("tls-cert", "");
+  http_options.tls_key_file = flags.getOr("tls-key", "");
+  http_options.tls_client_ca_file = flags.getOr("tls-client-ca", "");
+  if (http_options.tls_cert_file.empty() != http_options.tls_key_file.empty()) {
+    return usageError("--tls-cert and --tls-key go together (HTTPS needs both)");
+  }
+  if (!http_options.tls_client_ca_file.empty() && http_options.tls_cert_file.empty()) {
+    return usageError("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
+  }
+  for (const char* needs_register :
+       {"register-token-file", "register-ca", "advertise", "fabric", "labels"}) {
+    if (flags.has(needs_register) && !flags.has("register")) {
+      return usageError(std::string("--") + needs_register + " goes with --register URL");
+    }
+  }
+  std::map<std::string, std::string> labels;
+  for (const std::string& pair : core::splitCommaList(flags.getOr("labels", ""))) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return usageError("--labels takes K=V pairs separated by commas, got " + pair);
+    }
+    labels[pair.substr(0, eq)] = pair.substr(eq + 1);
+  }
+  std::string register_token;
+  if (flags.has("register")) {
+    if (!flags.has("register-token-file")) {
+      return usageError("--register needs --register-token-file (an operator token of serve)");
+    }
+    bool ok = false;
+    register_token = trimmed(readFile(*flags.get("register-token-file"), &ok));
+    if (!ok || register_token.empty()) {
+      std::cerr << "fabric-chaos agent: cannot read a token from "
+                << *flags.get("register-token-file") << "\n";
+      return 1;
+    }
+  }
+  int register_interval_ms = 30000;
+  try {
+    register_interval_ms = std::stoi(flags.getOr("register-interval-ms", "30000"));
+    if (register_interval_ms < 100) throw std::out_of_range("interval");
+  } catch (const std::exception&) {
+    return usageError("--register-interval-ms must be a number of ms >= 100");
+  }
 
   std::string token;
   if (flags.has("token") == flags.has("token-file")) {
@@ -213,11 +275,44 @@ int agentMain(int argc, char** argv) {
                 ", management interface(s) " + (mgmt.empty() ? "(none)" : mgmt) + ", journal " +
                 options.journal_path);
   std::cout << "fabric-chaos agent listening on " << address << ":" << server.value()->port()
+            << (http_options.tls_cert_file.empty() ? " (http)"
+                : http_options.tls_client_ca_file.empty()
+                    ? " (https)"
+                    : " (https, client certificates signed by " + http_options.tls_client_ca_file +
+                          ")")
             << std::endl;
+
+  std::unique_ptr<agent::RegistrationClient> registration;
+  if (auto controller = flags.get("register")) {
+    const std::string scheme = http_options.tls_cert_file.empty() ? "http" : "https";
+    const bool any_address = address == "0.0.0.0" || address == "::";
+    const std::string host = any_address                              ? probe->hostname()
+                             : address.find(':') != std::string::npos ? "[" + address + "]"
+                                                                      : address;
+    agent::RegistrationClientOptions client;
+    client.controller_url = *controller;
+    client.token = register_token;
+    client.tls.ca_file = flags.getOr("register-ca", "");
+    client.interval_ms = register_interval_ms;
+    nlohmann::json nics = nlohmann::json::array();
+    for (const auto& dev : agent::registrationNics(probe->netdevs(), options.allowed_interfaces,
+                                                   options.management_interfaces)) {
+      nics.push_back({{"name", dev.name}, {"address", dev.address}});
+    }
+    client.registration = {
+        {"fabric", flags.getOr("fabric", "registered")},
+        {"host", options.agent_id.empty() ? probe->hostname() : options.agent_id},
+        {"agent", flags.getOr("advertise", scheme + "://" + host + ":" +
+                                               std::to_string(server.value()->port()))},
+        {"labels", labels},
+        {"nics", nics}};
+    registration = std::make_unique<agent::RegistrationClient>(std::move(client));
+  }
 
   int signo = 0;
   while (sigwait(&signals, &signo) != 0) {
   }
+  registration.reset();
   core::logInfo(std::string("agent: ") + (signo == SIGTERM ? "SIGTERM" : "SIGINT") +
                 ": reverting " + std::to_string(service.activeFaults()) + " active fault(s)");
   const int failed = service.shutdown(2000);

@@ -73,7 +73,9 @@ std::vector<std::string> fabricFaultTargets(const std::vector<scenarios::Fabric>
       for (const auto& nic : host.nics) add(host.netns, nic.name);
     }
     // Switch ports are always driven by the embedded agent (the engine sends switch-side faults
-    // to "local").
+    // to "local"); a real fabric's belong to the network, never to this host (its port names
+    // could be this host's own NICs), and the engine refuses them.
+    if (fabric.kind == "real") continue;
     for (const auto& sw : fabric.switches) {
       for (const auto& port : sw.ports) add(sw.netns, port);
     }
@@ -206,11 +208,13 @@ std::string prepareVerbsShimDir(const std::string& state_dir) {
 }
 
 std::string verbsShimLibraryFor(const std::string& self_exe) {
-  const std::filesystem::path library =
-      std::filesystem::path(self_exe).parent_path().parent_path() / "verbs_shim" /
-      "libfabric-chaos-verbs.so";
-  std::error_code ec;
-  return std::filesystem::exists(library, ec) ? library.lexically_normal().string() : "";
+  const std::filesystem::path above = std::filesystem::path(self_exe).parent_path().parent_path();
+  for (const auto& library : {above / "verbs_shim" / "libfabric-chaos-verbs.so",
+                              above / "lib" / "fabric-chaos" / "libfabric-chaos-verbs.so"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(library, ec)) return library.lexically_normal().string();
+  }
+  return "";
 }
 
 LocalStack::LocalStack(const std::string& self_exe, const std::string& log_dir,

@@ -92,9 +92,10 @@ agent::TargetGuard makeServeTargetGuard(scenarios::FabricCatalog& fabrics,
 // root). "" (and a warning) when it cannot be made: the verbs kinds are then left out.
 std::string prepareVerbsShimDir(const std::string& state_dir);
 
-// The verbs fault library next to this program in the build tree
-// (<dir of self_exe>/../verbs_shim/libfabric-chaos-verbs.so), which workload ranks load when a
-// scenario arms verbs faults; "" when it is not there.
+// The verbs fault library that belongs to this program, which workload ranks load when a
+// scenario arms verbs faults: <dir of self_exe>/../verbs_shim/libfabric-chaos-verbs.so in the
+// build tree, <prefix>/lib/fabric-chaos/libfabric-chaos-verbs.so when installed (self_exe in
+// <prefix>/bin); "" when neither is there.
 std::string verbsShimLibraryFor(const std::string& self_exe);
 
 struct LocalStack {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -20,6 +21,7 @@
 #include "app/agent_directory.h"
 #include "app/builtin_scenarios.h"
 #include "app/cli.h"
+#include "app/fabric_registrar.h"
 #include "app/guardian.h"
 #include "app/lease_heartbeat.h"
 #include "app/local_stack.h"
@@ -63,6 +65,14 @@ Options:
   --no-auth            no API tokens: every caller is an anonymous admin (a trusted host only)
   --tls-cert PATH      serve HTTPS with this PEM certificate (chain); needs --tls-key
   --tls-key PATH       the PEM private key of --tls-cert
+  --agent-ca PATH      the CA that signed the agents' certificates (https:// agent URLs);
+                       default: the system's trusted CAs
+  --agent-cert PATH    the controller's client certificate, for agents that verify their
+                       clients (agent --tls-client-ca); needs --agent-key
+  --agent-key PATH     the PEM private key of --agent-cert
+  --agent-token-file PATH
+                       the agents' shared token, for hosts that register themselves (agent
+                       --register; default /etc/fabric-chaos/agent.token)
   --allow-interface NS/IF[,NS/IF]
                        also let faults target these interfaces ("IF" alone: the initial
                        namespace); every NIC and switch port of a registered fabric is allowed
@@ -82,7 +92,8 @@ Options:
 
 core::FlagRules serveFlagRules() {
   return {{"listen", "db", "state-dir", "web-root", "with-lab", "demo", "admin-token-file",
-           "allow-interface", "tls-cert", "tls-key", "loss-backend", "local-lease-ms"},
+           "allow-interface", "tls-cert", "tls-key", "agent-ca", "agent-cert", "agent-key",
+           "agent-token-file", "loss-backend", "local-lease-ms"},
           {"help", "exit-after-demo", "allow-management-interface", "no-auth", "allow-exec"}};
 }
 
@@ -285,6 +296,22 @@ int serveMain(int argc, char** argv) {
     return 2;
   }
 
+  net::TlsOptions agent_tls;
+  agent_tls.ca_file = flags.getOr("agent-ca", "");
+  agent_tls.cert_file = flags.getOr("agent-cert", "");
+  agent_tls.key_file = flags.getOr("agent-key", "");
+  if (agent_tls.cert_file.empty() != agent_tls.key_file.empty()) {
+    std::cerr << "fabric-chaos serve: --agent-cert and --agent-key go together\n";
+    return 2;
+  }
+  for (const std::string* file : {&agent_tls.ca_file, &agent_tls.cert_file, &agent_tls.key_file}) {
+    if (!file->empty() && !std::ifstream(*file)) {
+      std::cerr << "fabric-chaos serve: cannot read " << *file << ": " << std::strerror(errno)
+                << "\n";
+      return 2;
+    }
+  }
+
   // One serve per database; then the guardian, forked while no thread exists yet, reverts the
   // embedded agent's faults if this process dies (app/guardian.h). Declared before everything
   // they outlive: the lock is released and the clean-exit byte sent after the engine has shut down.
@@ -302,7 +329,7 @@ int serveMain(int argc, char** argv) {
     int fd;
     ~LockRelease() { close(fd); }
   } db_lock_release{*db_lock};
-  auto guardian = startGuardian({db_path, state_dir, selfExePath(), local_lease_ms});
+  auto guardian = startGuardian({db_path, state_dir, selfExePath(), local_lease_ms, agent_tls});
   if (!guardian.isOk()) {
     std::cerr << "fabric-chaos serve: cannot start the guardian that reverts faults if serve "
                  "dies: "
@@ -368,9 +395,7 @@ int serveMain(int argc, char** argv) {
   agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
-  AppAgentDirectory agents(local_agent, [](const std::string& url, const std::string& token) {
-    return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent({url, token}));
-  });
+  AppAgentDirectory agents(local_agent, remoteAgentFactory(agent_tls));
   // Every modelled lab switch's queues (and PFC agent), read every 100 ms during a run.
   const auto switch_telemetry = lab::makeKernelSwitchTelemetry(state_dir);
   // Slurm job steps (workload.launcher "slurm") run the scenario's command on the cluster: only
@@ -448,6 +473,12 @@ int serveMain(int argc, char** argv) {
   };
   deps.version = FABRIC_CHAOS_VERSION;
   deps.require_auth = require_auth;
+  // Agents started with --register join a real fabric in the state directory.
+  FabricRegistrar registrar(catalog, state_dir,
+                            flags.getOr("agent-token-file", "/etc/fabric-chaos/agent.token"));
+  deps.register_agent = [&registrar](const scenarios::AgentRegistration& registration) {
+    return registrar.record(registration);
+  };
   deps.live = [&engine](int64_t run_id) -> nlohmann::json {
     auto live = engine.live(run_id);
     if (!live) return nullptr;
@@ -476,6 +507,7 @@ int serveMain(int argc, char** argv) {
     suite_runner.shutdown();
     engine.shutdown();  // reverts any fault still in force
     if (server.isOk()) server.value()->stop();
+    api.flushRefusalSummaries();  // the open windows' counts of refused requests
     if (lab) {
       (void)lab->down([](const std::string& line) { std::cout << "lab: " << line << std::endl; });
     }

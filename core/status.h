@@ -96,3 +96,15 @@ class [[nodiscard]] Result {
     ::fabric_chaos::core::Status fc_status_ = (expr); \
     if (!fc_status_.isOk()) return fc_status_;        \
   } while (0)
+
+// `FC_ASSIGN_OR_RETURN(lhs, expr)`: evaluates expr (a Result<T>), returns its Status from the
+// enclosing function when it is not OK, else moves its value into lhs (which may declare it:
+// `FC_ASSIGN_OR_RETURN(const auto name, readName())`).
+#define FC_STATUS_CONCAT_INNER(a, b) a##b
+#define FC_STATUS_CONCAT(a, b) FC_STATUS_CONCAT_INNER(a, b)
+#define FC_ASSIGN_OR_RETURN(lhs, expr) \
+  FC_ASSIGN_OR_RETURN_IMPL(FC_STATUS_CONCAT(fc_result_, __LINE__), lhs, expr)
+#define FC_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
+  auto result = (expr);                             \
+  if (!result.isOk()) return result.status();       \
+  lhs = std::move(result.value())

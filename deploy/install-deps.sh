@@ -21,6 +21,9 @@ packages=(
   python3-torch
   libgtest-dev libgmock-dev
   libssl-dev openssl
+  # third-party observers of the agent's TLS (tests/agent/agent_tls_process_test.cc) and of the
+  # systemd units (tests/deploy): curl, systemd-analyze; PyYAML reads the Kubernetes manifests
+  curl systemd python3-yaml
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
   clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests

@@ -324,6 +324,15 @@ const Link* firstLink(const Fabric& fabric, const std::string& host) {
   return nullptr;
 }
 
+// A real fabric's switches belong to the network, not to a namespace of ours: a port name there
+// is not an interface any agent may touch (on the controller it could be its own NIC).
+Status realSwitchRefusal(const Fabric& fabric, const std::string& link_id) {
+  return unprocessable("fabric " + fabric.name +
+                       " is a real fabric: its switch ports are not driven by fabric-chaos; "
+                       "target the host end of link " +
+                       link_id + " (side \"host\"), where its host's agent acts");
+}
+
 core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link, LinkSide side) {
   ResolvedTarget target;
   target.host = link.host;
@@ -341,6 +350,7 @@ core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const Link& link, Li
     }
     target.target = injectors::InterfaceTarget{host->netns, link.nic};
   } else {
+    if (fabric.kind == "real") return realSwitchRefusal(fabric, link.id);
     const Switch* sw = fabric.findSwitch(link.switch_name);
     if (sw == nullptr) {
       return unprocessable("link " + link.id + " names switch " + link.switch_name +
@@ -357,6 +367,7 @@ core::Result<ResolvedTarget> endpoint(const Fabric& fabric, const SwitchLink& li
                          link.peer_switch +
                          ": it has no host side (use side \"switch\" or \"peer\")");
   }
+  if (fabric.kind == "real") return realSwitchRefusal(fabric, link.id);
   const std::string& switch_name = side == LinkSide::kPeer ? link.peer_switch : link.switch_name;
   const Switch* sw = fabric.findSwitch(switch_name);
   if (sw == nullptr) {

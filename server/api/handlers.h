@@ -64,6 +64,8 @@ Response getRunTelemetry(Context& ctx, const Call& call);
 
 // Faults in force (fault_handlers.cc): GET /v1/faults, POST /v1/faults/ID/revert.
 Response listFaults(Context& ctx, const Call& call);
+// agent_handlers.cc: POST /v1/agents/register.
+Response registerAgent(Context& ctx, const Call& call);
 Response revertFault(Context& ctx, const Call& call);
 
 // POST /v1/scenarios/validate (scenario_handlers.cc).

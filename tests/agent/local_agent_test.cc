@@ -512,6 +512,38 @@ TEST(FabricFaultTargets, EveryLocalHostNicAndEverySwitchPort) {
   EXPECT_TRUE(app::fabricFaultTargets({}).empty());
 }
 
+TEST(FabricFaultTargets, ARealFabricsSwitchPortsAreNeverTheEmbeddedAgentsToTouch) {
+  scenarios::Fabric real;
+  real.name = "pod1";
+  real.kind = "real";
+  scenarios::Host gpu;
+  gpu.name = "gpu001";
+  gpu.agent = "https://10.0.0.11:7100";
+  gpu.nics = {{"eth0", "192.168.0.11"}};
+  real.hosts.push_back(gpu);
+  // A switch port named like the controller's own NIC.
+  real.switches.push_back({"leaf00", "", "", {"eth0", "Ethernet0"}, {}, std::nullopt});
+  EXPECT_TRUE(app::fabricFaultTargets({real}).empty());
+}
+
+TEST(VerbsShimLibrary, FoundInTheBuildTreeOrTheInstalledPrefix) {
+  char pattern[] = "/tmp/fc-shim-lookup-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string root = pattern;
+  std::filesystem::create_directories(root + "/build/app");
+  std::filesystem::create_directories(root + "/build/verbs_shim");
+  std::ofstream(root + "/build/verbs_shim/libfabric-chaos-verbs.so") << "";
+  EXPECT_EQ(app::verbsShimLibraryFor(root + "/build/app/fabric-chaos"),
+            root + "/build/verbs_shim/libfabric-chaos-verbs.so");
+  std::filesystem::create_directories(root + "/usr/bin");
+  std::filesystem::create_directories(root + "/usr/lib/fabric-chaos");
+  EXPECT_EQ(app::verbsShimLibraryFor(root + "/usr/bin/fabric-chaos"), "");
+  std::ofstream(root + "/usr/lib/fabric-chaos/libfabric-chaos-verbs.so") << "";
+  EXPECT_EQ(app::verbsShimLibraryFor(root + "/usr/bin/fabric-chaos"),
+            root + "/usr/lib/fabric-chaos/libfabric-chaos-verbs.so");
+  std::filesystem::remove_all(root);
+}
+
 TEST(FabricFaultTargets, AnIbFabricListsItsPortsAndSmsByLockKey) {
   scenarios::Fabric ib;
   ib.name = "ib-lab";
