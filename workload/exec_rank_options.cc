@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/command_line.h"
-#include "workload/rank.h"
 #include "workload/slurm/srun_step.h"
+#include "workload/traffic.h"
 
 namespace fabric_chaos::workload {
 namespace {
@@ -67,7 +67,7 @@ core::Result<ExecRankCommand> parseExecRankArgs(const std::vector<std::string>& 
       if (flag.name == "world") out.rank.world = value, have_world = true;
       if (flag.name == "local-rank") out.local_rank = value;
     } else if (flag.name == "master") {
-      FC_RETURN_IF_ERROR(parseHostPort("--master", v, &out.master_addr, &out.master_port));
+      FC_RETURN_IF_ERROR(parseAddressPort("--master", v, &out.master_addr, &out.master_port));
       have_master = true;
     } else if (flag.name == "host-addr") {
       out.host_addr = v;

@@ -16,6 +16,7 @@
 #include "workload/ring.h"
 #include "workload/sys/tcp_ring.h"
 #include "workload/sys/verbs_ring.h"
+#include "workload/traffic.h"
 
 namespace fabric_chaos::workload {
 namespace {
@@ -231,33 +232,6 @@ Result<std::unique_ptr<Transport>> listenTransport(const RankOptions& options,
 
 }  // namespace
 
-// "10.0.0.1:5000", "[fd00::1]:5000" or "fd00::1:5000" (the last colon separates the port).
-core::Status parseHostPort(const std::string& flag, const std::string& text, std::string* addr,
-                           int* port) {
-  std::string host;
-  std::string port_text;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find("]:");
-    if (close == std::string::npos) return invalid(flag + " expects [ADDR]:PORT, got " + text);
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos)
-      return invalid(flag + " expects ADDR:PORT, got \"" + text + "\"");
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  }
-  if (!isNumericAddress(host)) {
-    return invalid(flag + " expects a numeric IPv4 or IPv6 address, got \"" + host + "\"");
-  }
-  auto number = core::parseFlagInteger(flag + " port", port_text, 1, 65535);
-  if (!number.isOk()) return number.status();
-  *addr = host;
-  *port = static_cast<int>(*number);
-  return Status::ok();
-}
-
 std::string rankUsage() {
   return "usage: fabric-chaos workload --rank N --world N [options]\n"
          "  One rank of a ring allreduce (float32 sum) over TCP or RDMA verbs, timed per\n"
@@ -342,10 +316,10 @@ Result<RankOptions> parseRankArgs(int argc, char** argv) {
       (flag == "--rank" ? o.rank : o.world) = static_cast<int>(*n);
       (flag == "--rank" ? have_rank : have_world) = true;
     } else if (flag == "--listen") {
-      FC_RETURN_IF_ERROR(parseHostPort(flag, value, &o.listen_addr, &o.listen_port));
+      FC_RETURN_IF_ERROR(parseAddressPort(flag, value, &o.listen_addr, &o.listen_port));
       have_listen = true;
     } else if (flag == "--next") {
-      FC_RETURN_IF_ERROR(parseHostPort(flag, value, &o.next_addr, &o.next_port));
+      FC_RETURN_IF_ERROR(parseAddressPort(flag, value, &o.next_addr, &o.next_port));
       have_next = true;
     } else if (flag == "--bytes") {
       auto n = parseBytes(flag, value);

@@ -39,11 +39,6 @@ struct RankOptions {
 core::Result<RankOptions> parseRankArgs(int argc, char** argv);
 std::string rankUsage();
 
-// "10.0.0.1:5000", "[fd00::1]:5000" or "fd00::1:5000" (the last colon separates the port): a
-// numeric address, never a name. kInvalidArgument naming `flag`.
-core::Status parseHostPort(const std::string& flag, const std::string& text, std::string* addr,
-                           int* port);
-
 // Checks what parseRankArgs checks, for options built in code. kInvalidArgument naming the flag.
 core::Status validateRankOptions(const RankOptions& options);
 
