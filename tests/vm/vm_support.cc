@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <thread>
 
 #include "tests/privileged/support.h"
@@ -31,6 +33,21 @@ std::string missingVmPrerequisite() {
   }
   return "";
 }
+
+namespace {
+
+// Strips a leading "@A-B " (guest uptime in seconds before and after the look) off a watched
+// value into the line's guest_from_ms/guest_to_ms.
+void takeGuestStamp(ConsoleWatcher::Line& line) {
+  static const std::regex stamp(R"(^@([0-9]+(?:\.[0-9]+)?)-([0-9]+(?:\.[0-9]+)?) ?)");
+  std::smatch match;
+  if (!std::regex_search(line.text, match, stamp)) return;
+  line.guest_from_ms = std::stod(match[1]) * 1000;
+  line.guest_to_ms = std::stod(match[2]) * 1000;
+  line.text = match.suffix();
+}
+
+}  // namespace
 
 ConsoleWatcher::ConsoleWatcher(std::string path, std::string marker)
     : path_(std::move(path)), marker_(std::move(marker)) {}
@@ -65,6 +82,7 @@ void ConsoleWatcher::poll() {
       watched.seen_ns = now;
       watched.seen_wall_ms = wall_ms;
       watched.text = *value;
+      takeGuestStamp(watched);
       watched.console_index = all_.size() - 1;
       watched_.push_back(std::move(watched));
     }
@@ -96,6 +114,33 @@ double ConsoleWatcher::spanOf(const std::function<bool(const std::string&)>& pre
     if (!holds && first != 0) return static_cast<double>(line.seen_ns - first) / 1e6;
   }
   return 0;
+}
+
+std::optional<ConsoleWatcher::GuestSpan> ConsoleWatcher::guestSpanOf(
+    const std::function<bool(const std::string&)>& pred, size_t from) {
+  poll();
+  std::optional<size_t> before;  // the last line before the state
+  std::optional<size_t> first;   // the first and last lines that show it
+  size_t last = 0;
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    const WatchedLine& line = watched_[i];
+    if (line.console_index < from || line.guest_from_ms < 0) continue;
+    const bool holds = pred(line.text);
+    if (!first) {
+      if (holds && before) first = last = i;
+      if (!holds) before = i;
+      continue;
+    }
+    if (holds) {
+      last = i;
+      continue;
+    }
+    GuestSpan span;
+    span.at_least_ms = std::max(0.0, watched_[last].guest_from_ms - watched_[*first].guest_to_ms);
+    span.at_most_ms = line.guest_to_ms - watched_[*before].guest_from_ms;
+    return span;
+  }
+  return std::nullopt;
 }
 
 std::string ConsoleWatcher::latest() {

@@ -30,13 +30,24 @@ std::string missingVmPrerequisite();
 
 // The lines a guest printed on its console, each with the host's steady and wall time when the
 // test first read it. Lines starting a `marker` ("FC_QDISC ") are the watched ones: their values
-// are what follows the marker.
+// are what follows the marker. A value may start with the guest's own clock, "@A-B " (seconds of
+// /proc/uptime read before and after the guest looked), which is kept apart from the value.
 class ConsoleWatcher {
  public:
   struct Line {
     int64_t seen_ns = 0;       // steady clock; 0: no such line
     int64_t seen_wall_ms = 0;  // CLOCK_REALTIME, as run events are stamped
     std::string text;          // a watched line's value, or any line's whole text
+    // The guest's uptime, in ms, just before and just after it looked (-1: not stamped).
+    double guest_from_ms = -1;
+    double guest_to_ms = -1;
+  };
+  // How long a state lasted by the guest's clock, bracketed by the lines around it: at least
+  // from the first line that showed it to the last, at most from the line before the first to
+  // the first line after the last. The bracket holds however slowly the guest's loop comes round.
+  struct GuestSpan {
+    double at_least_ms = 0;
+    double at_most_ms = 0;
   };
   ConsoleWatcher(std::string path, std::string marker);
 
@@ -49,6 +60,10 @@ class ConsoleWatcher {
   // How long, in ms of the host's clock, the watched values read from console line `from` on
   // satisfied pred: from the first such line to the first after it that does not (0 if none).
   double spanOf(const std::function<bool(const std::string&)>& pred, size_t from);
+  // The same span by the guest's clock, for stamped lines; nullopt unless a line before the state,
+  // one in it and one after it were read from console line `from` on.
+  std::optional<GuestSpan> guestSpanOf(const std::function<bool(const std::string&)>& pred,
+                                       size_t from);
   // The latest watched value ("" before the first).
   std::string latest();
   // Every watched line read so far.
