@@ -25,6 +25,7 @@
 #include "app/guardian.h"
 #include "app/lease_heartbeat.h"
 #include "app/local_stack.h"
+#include "app/serve_metrics.h"
 #include "app/version.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -43,6 +44,7 @@
 #include "server/auth/secret_file.h"
 #include "server/auth/tokens.h"
 #include "server/http/server.h"
+#include "server/metrics/serve_metrics.h"
 #include "store/store.h"
 
 namespace fabric_chaos::app {
@@ -345,7 +347,17 @@ int serveMain(int argc, char** argv) {
     std::filesystem::create_directories(parent, ec);
   }
   std::filesystem::create_directories(state_dir + "/logs", ec);
-  auto store_result = store::Store::open(db_path);
+  // GET /metrics: measured as requests and store writes happen, the rest read at scrape time
+  // from sources filled in below, once they exist (the server starts after that).
+  MetricsSources metric_sources;
+  metrics::ServeMetrics serve_metrics(FABRIC_CHAOS_VERSION, [&metric_sources] {
+    return metric_sources.engine != nullptr ? gatherMetrics(metric_sources)
+                                            : metrics::MetricsSnapshot{};
+  });
+  auto store_result =
+      store::Store::open(db_path, [&serve_metrics](std::string_view operation, double seconds) {
+        serve_metrics.observeStoreWrite(operation, seconds);
+      });
   if (!store_result.isOk()) {
     std::cerr << "fabric-chaos serve: cannot open the database " << db_path << ": "
               << store_result.status().message() << "\n";
@@ -488,6 +500,12 @@ int serveMain(int argc, char** argv) {
             {"samples", live->samples},
             {"active_faults", live->active_faults},
             {"ready_ranks", live->ready_ranks}};
+  };
+  metric_sources = {store.get(), &engine, &catalog, &fabric_agents};
+  deps.metrics_text = [&serve_metrics] { return serve_metrics.text(); };
+  deps.observe_request = [&serve_metrics](const std::string& method, const std::string& route,
+                                          int status, double seconds) {
+    serve_metrics.observeRequest(method, route, status, seconds);
   };
   scenarios::schedule::SubmitDeps submit_deps{store.get(), &engine, &catalog, deps.kinds,
                                               deps.default_fabric};

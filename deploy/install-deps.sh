@@ -17,6 +17,9 @@ packages=(
   libibmad-dev libibumad-dev
   # an external workload's step pattern: named groups, bounded matching (workload/step_parser.cc)
   libpcre2-dev
+  # GET /metrics: the Prometheus exposition format and thread-safe histograms (server/metrics);
+  # a hand-written writer would have to get the format's escaping and bucket rules right again
+  prometheus-cpp-dev
   # the pytorch-ddp workload: DDP over gloo on CPU (workload/scripts/pytorch_ddp.py)
   python3-torch
   libgtest-dev libgmock-dev
@@ -24,6 +27,8 @@ packages=(
   # third-party observers of the agent's TLS (tests/agent/agent_tls_process_test.cc) and of the
   # systemd units (tests/deploy): curl, systemd-analyze; PyYAML reads the Kubernetes manifests
   curl systemd python3-yaml
+  # the official Prometheus client's text parser reads GET /metrics (tests/privileged)
+  python3-prometheus-client
   # libFuzzer targets (clang's runtime) and the JUnit schema check of the CI client's output
   clang-14 libclang-rt-14-dev libxml2-utils
   # runtime tools used by the namespace lab and the privileged tests

@@ -277,6 +277,7 @@ struct Statements {
       set_run_attributes, finish_run, get_run, list_transitions, list_unfinished;
   // listRuns: one statement per filter combination, so each can use its index.
   Statement list_runs_all, list_runs_by_scenario, list_runs_by_state, list_runs_by_both;
+  Statement count_runs_by_state, last_scores;
 
   Statement insert_sample, list_samples, insert_event, list_events;
   Statement insert_telemetry, list_telemetry;
@@ -351,6 +352,11 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.list_runs_by_state, run_select + "WHERE state = ?2 ORDER BY id DESC LIMIT ?1"},
       {&s.list_runs_by_both,
        run_select + "WHERE scenario_name = ?2 AND state = ?3 ORDER BY id DESC LIMIT ?1"},
+      {&s.count_runs_by_state, "SELECT state, COUNT(*) FROM runs GROUP BY state ORDER BY state"},
+      // SQLite's bare-column rule: with MAX(id), the other columns come from that row.
+      {&s.last_scores,
+       "SELECT scenario_name, MAX(id), score, finished_ms FROM runs WHERE score IS NOT NULL "
+       "GROUP BY scenario_name ORDER BY scenario_name"},
 
       {&s.insert_sample,
        "INSERT INTO samples (run_id, rank, iteration, start_ms, duration_ms, bytes) "
@@ -574,7 +580,8 @@ Result<Record> readOne(Statement& stmt, const Key& key, Result<Record> (*read)(c
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(DbHandle db) : db_(std::move(db)) {}
+  SqliteStore(DbHandle db, WriteObserver observer)
+      : db_(std::move(db)), observer_(std::move(observer)) {}
 
   Status init() { return prepareAll(db_.get(), st_); }
 
@@ -587,6 +594,7 @@ class SqliteStore final : public Store {
   }
 
   Status putScenario(const std::string& name, const json& document, bool builtin) override {
+    const auto timed = timeWrite("put_scenario");
     return putDocument(st_.scenarios, "scenario", name, document, builtin);
   }
 
@@ -599,11 +607,13 @@ class SqliteStore final : public Store {
   }
 
   Status deleteScenario(const std::string& name) override {
+    const auto timed = timeWrite("delete_scenario");
     return deleteDocument(st_.scenarios, "scenario", name);
   }
 
   Result<int64_t> createRun(const std::string& scenario_name, const json& scenario,
                             const std::string& fabric) override {
+    const auto timed = timeWrite("create_run");
     std::lock_guard lock(mu_);
     const std::string what = "create run of " + scenario_name;
     const int64_t now_ms = now();
@@ -619,6 +629,7 @@ class SqliteStore final : public Store {
   }
 
   Status setRunState(int64_t id, const std::string& state) override {
+    const auto timed = timeWrite("set_run_state");
     if (state.empty()) return Status(StatusCode::kInvalidArgument, "run state is empty");
     // Only finishRun may enter a final state, so that finished_ms, score and result are always
     // set together with it.
@@ -638,6 +649,7 @@ class SqliteStore final : public Store {
   }
 
   Status setRunAttribute(int64_t id, const std::string& key, const json& value) override {
+    const auto timed = timeWrite("set_run_attribute");
     if (key.empty()) return Status(StatusCode::kInvalidArgument, "run attribute key is empty");
     std::lock_guard lock(mu_);
     const std::string what = "set run " + std::to_string(id) + " attribute " + key;
@@ -664,6 +676,7 @@ class SqliteStore final : public Store {
 
   Status finishRun(int64_t id, const std::string& state, std::optional<double> score,
                    const json& result, const std::string& error) override {
+    const auto timed = timeWrite("finish_run");
     if (!isFinalState(state)) {
       return Status(StatusCode::kInvalidArgument, "run state " + state +
                                                       " is not final (passed, failed, aborted, "
@@ -721,7 +734,26 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Result<std::map<std::string, int64_t>> runCountsByState() override {
+    std::lock_guard lock(mu_);
+    std::map<std::string, int64_t> counts;
+    Query q(st_.count_runs_by_state);
+    while (q.next()) counts[q.text(0)] = q.int64(1);
+    FC_RETURN_IF_ERROR(q.status().withContext("count runs by state"));
+    return counts;
+  }
+
+  Result<std::vector<ScenarioScore>> lastScores() override {
+    std::lock_guard lock(mu_);
+    std::vector<ScenarioScore> scores;
+    Query q(st_.last_scores);
+    while (q.next()) scores.push_back({q.text(0), q.int64(1), q.real(2), q.int64(3)});
+    FC_RETURN_IF_ERROR(q.status().withContext("read the last score of each scenario"));
+    return scores;
+  }
+
   Result<std::vector<int64_t>> interruptUnfinishedRuns() override {
+    const auto timed = timeWrite("interrupt_runs");
     return interruptUnfinished(st_.list_unfinished, "interrupt unfinished runs",
                                [this](int64_t id, const std::string& state, int64_t now_ms) {
                                  return finish(id, std::string(kInterrupted), now_ms, std::nullopt,
@@ -731,6 +763,7 @@ class SqliteStore final : public Store {
   }
 
   Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) override {
+    const auto timed = timeWrite("append_samples");
     if (samples.empty()) return Status::ok();
     std::lock_guard lock(mu_);
     const std::string what = "append samples to run " + std::to_string(run_id);
@@ -747,6 +780,7 @@ class SqliteStore final : public Store {
   }
 
   Status appendTelemetry(int64_t run_id, const std::vector<core::TelemetryPoint>& points) override {
+    const auto timed = timeWrite("append_telemetry");
     if (points.empty()) return Status::ok();
     std::lock_guard lock(mu_);
     const std::string what = "append telemetry to run " + std::to_string(run_id);
@@ -795,6 +829,7 @@ class SqliteStore final : public Store {
   }
 
   Status appendEvent(const EventRecord& event) override {
+    const auto timed = timeWrite("append_event");
     std::lock_guard lock(mu_);
     const std::string what =
         "append event " + event.kind + " to run " + std::to_string(event.run_id);
@@ -827,6 +862,7 @@ class SqliteStore final : public Store {
   }
 
   Result<int64_t> journalIntent(int64_t run_id, const json& fault, const json& prior) override {
+    const auto timed = timeWrite("journal_intent");
     std::lock_guard lock(mu_);
     const std::string what = "write journal intent for run " + std::to_string(run_id);
     auto id = insertOne(st_.insert_journal, what,
@@ -837,6 +873,7 @@ class SqliteStore final : public Store {
   }
 
   Status journalMark(int64_t entry_id, const std::string& state) override {
+    const auto timed = timeWrite("journal_mark");
     bool known = false;
     for (std::string_view s : kJournalMarks) known = known || s == state;
     if (!known) {
@@ -894,6 +931,7 @@ class SqliteStore final : public Store {
   // --- Suites ---
 
   Status putSuite(const std::string& name, const json& document, bool builtin) override {
+    const auto timed = timeWrite("put_suite");
     return putDocument(st_.suites, "suite", name, document, builtin);
   }
 
@@ -906,6 +944,7 @@ class SqliteStore final : public Store {
   }
 
   Status deleteSuite(const std::string& name) override {
+    const auto timed = timeWrite("delete_suite");
     return deleteDocument(st_.suites, "suite", name);
   }
 
@@ -913,6 +952,7 @@ class SqliteStore final : public Store {
 
   Result<int64_t> createSuiteRun(const std::string& suite_name, const json& suite,
                                  const std::string& fabric) override {
+    const auto timed = timeWrite("create_suite_run");
     if (suite_name.empty()) return Status(StatusCode::kInvalidArgument, "suite name is empty");
     std::lock_guard lock(mu_);
     return insertOne(st_.insert_suite_run, "create suite run of " + suite_name, suite_name,
@@ -920,6 +960,7 @@ class SqliteStore final : public Store {
   }
 
   Status setSuiteRunState(int64_t id, const std::string& state, const std::string& error) override {
+    const auto timed = timeWrite("set_suite_run_state");
     const bool final_state = isFinalState(state);
     if (!final_state && state != kQueued && state != kRunning) {
       return Status(StatusCode::kInvalidArgument,
@@ -941,6 +982,7 @@ class SqliteStore final : public Store {
   }
 
   Status appendSuiteRunRun(int64_t id, int64_t run_id) override {
+    const auto timed = timeWrite("append_suite_run_run");
     std::lock_guard lock(mu_);
     const std::string what =
         "add run " + std::to_string(run_id) + " to suite run " + std::to_string(id);
@@ -980,6 +1022,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<int64_t>> interruptUnfinishedSuiteRuns() override {
+    const auto timed = timeWrite("interrupt_suite_runs");
     return interruptUnfinished(st_.list_unfinished_suite_runs, "interrupt unfinished suite runs",
                                [this](int64_t id, const std::string& state, int64_t now_ms) {
                                  return execWith(st_.set_suite_run_state, id, kInterrupted, now_ms,
@@ -990,6 +1033,7 @@ class SqliteStore final : public Store {
   // --- Schedules ---
 
   Result<int64_t> createSchedule(const ScheduleRecord& schedule) override {
+    const auto timed = timeWrite("create_schedule");
     if (schedule.cron.empty()) {
       return Status(StatusCode::kInvalidArgument, "schedule cron is empty");
     }
@@ -1016,12 +1060,14 @@ class SqliteStore final : public Store {
   }
 
   Status deleteSchedule(int64_t id) override {
+    const auto timed = timeWrite("delete_schedule");
     std::lock_guard lock(mu_);
     return updateOne(st_.delete_schedule, "delete schedule " + std::to_string(id),
                      notFound("schedule", id), id);
   }
 
   Status markScheduleFired(int64_t id, int64_t wall_ms, const std::string& result) override {
+    const auto timed = timeWrite("mark_schedule_fired");
     std::lock_guard lock(mu_);
     return updateOne(st_.mark_schedule_fired, "mark schedule " + std::to_string(id) + " fired",
                      notFound("schedule", id), id, wall_ms, result);
@@ -1031,6 +1077,7 @@ class SqliteStore final : public Store {
 
   Result<int64_t> createToken(const std::string& name, Role role,
                               const std::string& secret_hash) override {
+    const auto timed = timeWrite("create_token");
     if (name.empty()) return Status(StatusCode::kInvalidArgument, "token name is empty");
     if (secret_hash.empty()) {
       return Status(StatusCode::kInvalidArgument, "token secret hash is empty");
@@ -1066,12 +1113,14 @@ class SqliteStore final : public Store {
   }
 
   Status revokeToken(int64_t id) override {
+    const auto timed = timeWrite("revoke_token");
     std::lock_guard lock(mu_);
     return updateOne(st_.revoke_token, "revoke token " + std::to_string(id), notFound("token", id),
                      id, now());
   }
 
   Status touchToken(int64_t id, int64_t wall_ms) override {
+    const auto timed = timeWrite("touch_token");
     std::lock_guard lock(mu_);
     return updateOne(st_.touch_token, "touch token " + std::to_string(id), notFound("token", id),
                      id, wall_ms);
@@ -1095,6 +1144,7 @@ class SqliteStore final : public Store {
   // --- Audit ---
 
   Result<int64_t> appendAudit(const AuditRecord& record) override {
+    const auto timed = timeWrite("append_audit");
     std::lock_guard lock(mu_);
     return insertOne(st_.insert_audit, "append audit entry " + record.method + " " + record.path,
                      record.wall_ms > 0 ? record.wall_ms : now(), record.actor, record.role,
@@ -1285,20 +1335,42 @@ class SqliteStore final : public Store {
     return q.status().withContext("read runs of suite run " + std::to_string(record.id));
   }
 
+  // Times one write for the observer: declared before the method's lock, so it covers the wait
+  // for the lock, the statements and the commit, and reports after the lock is released.
+  class WriteTimer {
+   public:
+    WriteTimer(const WriteObserver& observer, std::string_view operation)
+        : observer_(observer), operation_(operation), started_ns_(core::steadyNowNs()) {}
+    WriteTimer(const WriteTimer&) = delete;
+    WriteTimer& operator=(const WriteTimer&) = delete;
+    ~WriteTimer() {
+      if (observer_) {
+        observer_(operation_, static_cast<double>(core::steadyNowNs() - started_ns_) / 1e9);
+      }
+    }
+
+   private:
+    const WriteObserver& observer_;
+    std::string_view operation_;
+    int64_t started_ns_;
+  };
+  WriteTimer timeWrite(std::string_view operation) const { return {observer_, operation}; }
+
   std::mutex mu_;
   // Declared before st_ so that the statements are finalized before the connection closes.
   DbHandle db_;
+  WriteObserver observer_;
   Statements st_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, WriteObserver observer) {
   const std::string what = "open store " + path;
   auto db = openConnection(path);
   if (!db.isOk()) return db.status().withContext(what);
   FC_RETURN_IF_ERROR(migrate(db->get()).withContext(what));
-  auto store = std::make_unique<SqliteStore>(std::move(db).value());
+  auto store = std::make_unique<SqliteStore>(std::move(db).value(), std::move(observer));
   FC_RETURN_IF_ERROR(store->init().withContext(what));
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -5,10 +5,13 @@
 // (PRAGMA user_version). Errors carry the SQLite result code as origin.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/sample.h"
@@ -121,10 +124,24 @@ struct AuditRecord {
   json detail = json::object();  // e.g. {"run_id": 7}, {"token_id": 3}
 };
 
+// Told of every write the store makes: which one (a fixed name such as "append_samples") and
+// how long its caller waited, the store's lock and the commit included. Called on the writing
+// thread, after the lock is released; it must be cheap.
+using WriteObserver = std::function<void(std::string_view operation, double seconds)>;
+
+// The newest scored run of a scenario.
+struct ScenarioScore {
+  std::string scenario;
+  int64_t run_id = 0;
+  double score = 0;
+  int64_t finished_ms = 0;
+};
+
 class Store {
  public:
   // Opens (creating if needed) and migrates the database at path; ":memory:" for tests.
-  static core::Result<std::unique_ptr<Store>> open(const std::string& path);
+  static core::Result<std::unique_ptr<Store>> open(const std::string& path,
+                                                   WriteObserver observer = {});
   virtual ~Store() = default;
 
   virtual int schemaVersion() = 0;
@@ -148,6 +165,10 @@ class Store {
       const RunFilter& filter) = 0;  // newest first
   // [{"state": "running", "wall_ms": ...}, ...] oldest first.
   virtual core::Result<json> runTransitions(int64_t id) = 0;
+  // How many runs are in each state (states with none are absent).
+  virtual core::Result<std::map<std::string, int64_t>> runCountsByState() = 0;
+  // Each scenario's newest run that has a score, by scenario name.
+  virtual core::Result<std::vector<ScenarioScore>> lastScores() = 0;
   // Runs left in a non-final state by a previous process (crash): marks them interrupted.
   virtual core::Result<std::vector<int64_t>> interruptUnfinishedRuns() = 0;
 

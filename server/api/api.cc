@@ -45,6 +45,8 @@ struct Route {
 
 constexpr Route kRoutes[] = {
     {"/healthz", {{"GET", internal::getHealth}}},
+    {"/metrics", {{"GET", internal::getMetrics}}},
+    {"/v1/openapi.json", {{"GET", internal::getOpenApi}}},
     {"/v1/capabilities", {{"GET", internal::getCapabilities}}},
     {"/v1/fabrics", {{"GET", internal::listFabrics}}},
     {"/v1/fabrics/:name", {{"GET", internal::getFabric}}},
@@ -104,6 +106,14 @@ bool matchRoute(std::string_view pattern, const std::vector<std::string>& segmen
 }
 
 std::string pathOf(const std::string& target) { return target.substr(0, target.find('?')); }
+
+const Route* routeFor(const std::vector<std::string>& segments) {
+  std::vector<std::string> params;
+  for (const Route& route : kRoutes) {
+    if (matchRoute(route.pattern, segments, &params)) return &route;
+  }
+  return nullptr;
+}
 
 Response dispatch(internal::Context& ctx, const Request& request) {
   auto target = parseTarget(request.target);
@@ -282,6 +292,25 @@ Response internalError(const std::exception* e) {
 
 }  // namespace
 
+std::vector<RouteInfo> routeTable() {
+  std::vector<RouteInfo> table;
+  for (const Route& route : kRoutes) {
+    RouteInfo info{route.pattern, {}};
+    for (const MethodHandler& m : route.methods) {
+      if (m.method != nullptr) info.methods.emplace_back(m.method);
+    }
+    table.push_back(std::move(info));
+  }
+  return table;
+}
+
+std::string routeOf(const std::string& target) {
+  auto parsed = parseTarget(target);
+  if (!parsed) return "unmatched";
+  const Route* route = routeFor(parsed->segments);
+  return route != nullptr ? route->pattern : "unmatched";
+}
+
 Api::Api(ApiDeps deps) : deps_(std::move(deps)), refusals_(deps_.refusal_limits) {
   if (!deps_.wall_now_ms) deps_.wall_now_ms = core::wallNowMs;
 }
@@ -309,6 +338,16 @@ void Api::writeRefusalSummaries(bool all) {
 void Api::flushRefusalSummaries() { writeRefusalSummaries(true); }
 
 Response Api::handle(const Request& request) {
+  const int64_t started_ns = core::steadyNowNs();
+  Response response = handleTimed(request);
+  if (deps_.observe_request) {
+    deps_.observe_request(request.method, routeOf(request.target), response.status,
+                          static_cast<double>(core::steadyNowNs() - started_ns) / 1e9);
+  }
+  return response;
+}
+
+Response Api::handleTimed(const Request& request) {
   writeRefusalSummaries(false);
   internal::Context ctx{deps_, scenario_mu_, {}};
   Response response;

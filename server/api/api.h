@@ -48,7 +48,26 @@ struct ApiDeps {
   // Unauthenticated refusals: one audit row per source and window, 429 past the limit.
   auth::RefusalLimiterOptions refusal_limits;
   std::function<int64_t()> wall_now_ms;  // default core::wallNowMs
+  // GET /metrics: the Prometheus text exposition of serve's metrics; unset = 501.
+  std::function<std::string()> metrics_text;
+  // Called once per request that handle() answers (streams excluded), with the pattern of the
+  // route that served it (routeOf), its status and how long handle() took.
+  std::function<void(const std::string& method, const std::string& route, int status,
+                     double seconds)>
+      observe_request;
 };
+
+// One route the API serves: its pattern (segments starting with ':' capture, "/v1/runs/:id") and
+// its methods.
+struct RouteInfo {
+  std::string pattern;
+  std::vector<std::string> methods;
+};
+// Every route handle() dispatches, in matching order (the OpenAPI document covers exactly these).
+std::vector<RouteInfo> routeTable();
+// The pattern of the route that serves `target` ("/v1/runs/:id" for "/v1/runs/7?x=1"), or
+// "unmatched": a label of bounded cardinality for request metrics.
+std::string routeOf(const std::string& target);
 
 class Api {
  public:
@@ -68,6 +87,7 @@ class Api {
 
  private:
   void writeRefusalSummaries(bool all);
+  Response handleTimed(const Request& request);  // handle() without the request metrics
 
   ApiDeps deps_;
   auth::RefusalLimiter refusals_;

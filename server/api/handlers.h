@@ -39,11 +39,14 @@ struct Call {
 
 using Handler = Response (*)(Context& ctx, const Call& call);
 
-// System: /healthz, /v1/capabilities, /v1/fabrics[/NAME].
+// System: /healthz, /metrics, /v1/capabilities, /v1/fabrics[/NAME].
 Response getHealth(Context& ctx, const Call& call);
+Response getMetrics(Context& ctx, const Call& call);
 Response getCapabilities(Context& ctx, const Call& call);
 Response listFabrics(Context& ctx, const Call& call);
 Response getFabric(Context& ctx, const Call& call);
+// GET /v1/openapi.json (openapi_handlers.cc): the embedded OpenAPI document.
+Response getOpenApi(Context& ctx, const Call& call);
 
 // Scenarios: /v1/scenarios[/NAME].
 Response listScenarios(Context& ctx, const Call& call);

@@ -1,4 +1,4 @@
-// /healthz, /v1/capabilities and /v1/fabrics.
+// /healthz, /metrics, /v1/capabilities and /v1/fabrics.
 
 #include <algorithm>
 
@@ -17,6 +17,16 @@ using nlohmann::json;
 
 Response getHealth(Context& ctx, const Call&) {
   return jsonResponse(200, json{{"status", "ok"}, {"version", ctx.deps.version}});
+}
+
+Response getMetrics(Context& ctx, const Call&) {
+  if (!ctx.deps.metrics_text) {
+    return errorResponse(Status(StatusCode::kNotSupported, "this server exports no metrics"));
+  }
+  Response response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";  // Prometheus text format
+  response.body = ctx.deps.metrics_text();
+  return response;
 }
 
 Response getCapabilities(Context& ctx, const Call&) {

@@ -13,7 +13,8 @@
 
 namespace fabric_chaos::auth {
 
-// The least role a request needs; std::nullopt when it needs no token at all (/healthz).
+// The least role a request needs; std::nullopt when it needs no token at all (/healthz, and
+// reading /v1/openapi.json).
 // `segments` are the decoded, non-empty path segments ("/v1/runs/7" -> {"v1", "runs", "7"}), the
 // same ones the router matches, so that "/v1/%74okens/" is judged as "/v1/tokens".
 std::optional<store::Role> requiredRole(std::string_view method,

@@ -29,7 +29,7 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 
 bool isApiPath(const std::string& target) {
   const std::string path = pathOf(target);
-  return path == "/v1" || path.rfind("/v1/", 0) == 0 || path == "/healthz";
+  return path == "/v1" || path.rfind("/v1/", 0) == 0 || path == "/healthz" || path == "/metrics";
 }
 
 std::string contentTypeFor(const std::string& path) {

@@ -13,7 +13,8 @@ struct StaticFile {
   std::string body;
 };
 
-// True for the paths the API owns (/v1, /v1/..., /healthz); everything else may be a file.
+// True for the paths the API owns (/v1, /v1/..., /healthz, /metrics); everything else may be a
+// file.
 bool isApiPath(const std::string& target);
 
 // Content type by extension ("app.js" -> "text/javascript; charset=utf-8").

@@ -170,6 +170,69 @@ TEST_F(ApiTest, Healthz) {
   EXPECT_EQ(parse(response), (json{{"status", "ok"}, {"version", "1.2.3"}}));
 }
 
+TEST_F(ApiTest, MetricsAreTheExpositionServeProvidesOr501) {
+  Response none = call("GET", "/metrics");
+  EXPECT_EQ(none.status, 501) << none.body;
+  ApiDeps with_metrics = deps();
+  with_metrics.metrics_text = [] { return std::string("fabric_chaos_runs{state=\"passed\"} 1\n"); };
+  api_ = std::make_unique<Api>(with_metrics);
+  Response response = call("GET", "/metrics");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(response.body, "fabric_chaos_runs{state=\"passed\"} 1\n");
+}
+
+TEST_F(ApiTest, EveryAnsweredRequestIsObservedUnderItsRoutePattern) {
+  struct Observed {
+    std::string method;
+    std::string route;
+    int status;
+    double seconds;
+  };
+  std::vector<Observed> observed;
+  ApiDeps observing = deps();
+  observing.observe_request = [&](const std::string& method, const std::string& route, int status,
+                                  double seconds) {
+    observed.push_back({method, route, status, seconds});
+  };
+  api_ = std::make_unique<Api>(observing);
+  const int64_t run = seedRun();
+  call("GET", "/v1/runs/" + std::to_string(run) + "?fields=summary");
+  call("GET", "/v1/runs/999999");
+  call("DELETE", "/v1/runs");
+  call("GET", "/no/such/thing");
+  ASSERT_EQ(observed.size(), 4u);
+  EXPECT_EQ(observed[0].route, "/v1/runs/:id");
+  EXPECT_EQ(observed[0].status, 200);
+  EXPECT_EQ(observed[1].route, "/v1/runs/:id");
+  EXPECT_EQ(observed[1].status, 404);
+  EXPECT_EQ(observed[2].method, "DELETE");
+  EXPECT_EQ(observed[2].route, "/v1/runs");
+  EXPECT_EQ(observed[2].status, 405);
+  // A raw path would let any client mint new series: unknown paths share one label.
+  EXPECT_EQ(observed[3].route, "unmatched");
+  for (const Observed& o : observed) {
+    EXPECT_GE(o.seconds, 0);
+    EXPECT_LT(o.seconds, 60);
+  }
+}
+
+TEST(RouteOf, NamesThePatternNotThePath) {
+  EXPECT_EQ(routeOf("/v1/runs/7/samples?after=3"), "/v1/runs/:id/samples");
+  EXPECT_EQ(routeOf("/v1/scenarios/validate"), "/v1/scenarios/validate");
+  EXPECT_EQ(routeOf("/v1/scenarios/my-loss"), "/v1/scenarios/:name");
+  EXPECT_EQ(routeOf("/healthz"), "/healthz");
+  EXPECT_EQ(routeOf("/metrics"), "/metrics");
+  EXPECT_EQ(routeOf("/v1/runs/7/nope"), "unmatched");
+  EXPECT_EQ(routeOf("%zz"), "unmatched");
+  bool listed = false;
+  for (const RouteInfo& route : routeTable()) {
+    listed =
+        listed || (route.pattern == "/metrics" && route.methods == std::vector<std::string>{"GET"});
+  }
+  EXPECT_TRUE(listed);
+}
+
 TEST_F(ApiTest, Capabilities) {
   Response response = call("GET", "/v1/capabilities");
   ASSERT_EQ(response.status, 200);

@@ -32,9 +32,16 @@ struct Case {
 
 TEST(PolicyTest, RequiredRoles) {
   const Case kCases[] = {
-      // No token: liveness only.
+      // No token: liveness, and reading the API's description (below).
       {"GET", "/healthz", std::nullopt},
       {"PUT", "/healthz", std::nullopt},  // answered 405 by the router, still no token needed
+      // The API's description is public to read; writing to it is a mutation like any other.
+      {"GET", "/v1/openapi.json", std::nullopt},
+      {"HEAD", "/v1/openapi.json", std::nullopt},
+      {"GET", "//v1/openapi.json/", std::nullopt},
+      {"POST", "/v1/openapi.json", Role::kOperator},
+      {"GET", "/v1/openapi.json/x", Role::kViewer},
+      {"GET", "/openapi.json", Role::kViewer},
       // Every read is a viewer's.
       {"GET", "/v1/whoami", Role::kViewer},
       {"GET", "/v1/capabilities", Role::kViewer},

@@ -366,6 +366,7 @@ TEST(ServerTest, ServesStaticFiles) {
   // The API paths still reach the handler.
   EXPECT_EQ(json::parse(client.get("/v1/runs").body())["target"], "/v1/runs");
   EXPECT_EQ(json::parse(client.get("/healthz").body())["target"], "/healthz");
+  EXPECT_EQ(json::parse(client.get("/metrics").body())["target"], "/metrics");
 
   bhttp::request<bhttp::string_body> post{bhttp::verb::post, "/index.html", 11};
   ASSERT_FALSE(client.send(post));

@@ -118,6 +118,20 @@ HttpReply httpRequestWithAuthorization(int port, const std::string& method,
     return reply;
   }
   reply.status = std::atoi(raw.substr(9, 3).c_str());
+  std::istringstream headers(raw.substr(0, header_end));
+  for (std::string line; std::getline(headers, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != "content-type") continue;
+    const size_t value = line.find_first_not_of(' ', colon + 1);
+    reply.content_type = value == std::string::npos ? "" : line.substr(value);
+    while (!reply.content_type.empty() &&
+           (reply.content_type.back() == '\r' || reply.content_type.back() == ' ')) {
+      reply.content_type.pop_back();
+    }
+  }
   reply.body = raw.substr(header_end + 4);
   return reply;
 }

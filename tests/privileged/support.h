@@ -41,7 +41,8 @@ struct CommandOutput {
 CommandOutput runShell(const std::string& command);
 
 struct HttpReply {
-  int status = 0;  // 0: no HTTP reply; body then says what the connection saw
+  int status = 0;            // 0: no HTTP reply; body then says what the connection saw
+  std::string content_type;  // the Content-Type header, "" when there is none
   std::string body;
   nlohmann::json json() const;
 };
