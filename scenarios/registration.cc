@@ -58,6 +58,9 @@ core::Result<AgentRegistration> registrationFromJson(const json& doc) {
       if (!nic.is_object() || !nic.contains("name") || !nic["name"].is_string()) {
         return invalid(path + ".name: required string");
       }
+      if (auto address = nic.find("address"); address != nic.end() && !address->is_string()) {
+        return invalid(path + ".address: must be a string");
+      }
       Nic out{nic["name"].get<std::string>(), nic.value("address", "")};
       if (!goodInterface(out.name)) return invalid(path + ".name: not an interface name");
       r.nics.push_back(out);

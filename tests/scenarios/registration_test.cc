@@ -37,6 +37,9 @@ TEST(Registration, DecodesAndRefusesWhatCouldEscapeOrMislead) {
       {{{"host", "h"}, {"agent", "http://a:1"}, {"token", "x"}}, "token: unknown field"},
       {{{"host", "h"}, {"agent", "http://a:1"}, {"nics", {{{"name", "eth0; rm"}}}}},
        "nics[0].name: not an interface name"},
+      // Once a JSON type error, answered 500.
+      {{{"host", "h"}, {"agent", "http://a:1"}, {"nics", {{{"name", "eth0"}, {"address", 7}}}}},
+       "nics[0].address: must be a string"},
   };
   for (const auto& [doc, message] : bad) {
     auto refused = registrationFromJson(doc);
