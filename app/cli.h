@@ -19,6 +19,8 @@ int execRankMain(int argc, char** argv);
 // Prints a shipped workload script; argv[0] is "workload-script", argv[1] its name.
 int workloadScriptMain(int argc, char** argv);
 int agentMain(int argc, char** argv);
+// Many simulated agents in one process, for fleet-scale benches (app/agent_sim_cmd.cc).
+int agentSimMain(int argc, char** argv);
 // The pfc_storm emitter (app/pfc_emit_cmd.cc); argv[0] is "pfc-emit".
 int pfcEmitMain(int argc, char** argv);
 // The PFC agent of a lab switch (app/pfc_switch_cmd.cc); argv[0] is "pfc-switch".

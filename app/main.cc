@@ -22,6 +22,7 @@ Usage: fabric-chaos <command> [options]
 Commands:
   serve      REST API, scheduler, SQLite store and dashboard, with an embedded local agent
   agent      the per-host agent a remote controller drives over HTTP (VM lab, real hosts)
+  agent-sim  many simulated agents in one process, to measure a controller at fleet scale
   lab        build a test fabric on this machine: lab up [--hosts N] | lab down | lab status
   workload   run one rank of the ring-allreduce probe (started by agents)
   exec-rank  run one rank of an external workload and report its steps (started by agents)
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   }
   if (command == "serve") return fabric_chaos::app::serveMain(argc - 2, argv + 2);
   if (command == "agent") return fabric_chaos::app::agentMain(argc - 2, argv + 2);
+  if (command == "agent-sim") return fabric_chaos::app::agentSimMain(argc - 2, argv + 2);
   if (command == "run") return fabric_chaos::app::runMain(argc - 2, argv + 2);
   if (command == "lab") return fabric_chaos::app::labMain(argc - 2, argv + 2);
   // The rank parser expects the subcommand name as argv[0].
