@@ -35,12 +35,13 @@ core::Result<agent::Agent*> AppAgentDirectory::agentFor(const scenarios::AgentRe
   return raw;
 }
 
-AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls) {
-  return [tls = std::move(tls)](const std::string& url, const std::string& token) {
+AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls, int64_t lease_ms) {
+  return [tls = std::move(tls), lease_ms](const std::string& url, const std::string& token) {
     agent::RemoteAgentOptions options;
     options.base_url = url;
     options.token = token;
     options.tls = tls;
+    options.lease_ms = lease_ms;
     return core::Result<std::unique_ptr<agent::Agent>>(agent::makeRemoteAgent(std::move(options)));
   };
 }

@@ -31,7 +31,7 @@ class AppAgentDirectory : public scenarios::AgentDirectory {
 };
 
 // Remote agents over HTTP or HTTPS, with tls for https:// URLs (the agents' CA and the
-// controller's client certificate).
-AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls);
+// controller's client certificate); their faults hold leases of lease_ms, renewed every third.
+AppAgentDirectory::RemoteFactory remoteAgentFactory(net::TlsOptions tls, int64_t lease_ms = 5000);
 
 }  // namespace fabric_chaos::app

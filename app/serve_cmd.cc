@@ -87,6 +87,11 @@ Options:
   --local-lease-ms N   the embedded agent's faults' lease (default 15000; 0 = none): if a run
                        holding a fault shows no progress for this long (serve wedged, stopped,
                        deadlocked), the guardian kills serve and reverts its faults
+  --agent-lease-ms N   the lease of faults on remote agents (default 5000, 1000 to 600000): an
+                       agent whose controller stops renewing reverts them this long after the
+                       last renewal. Renewals go every third of it, one request per fault: 0.6
+                       per agent per second by default, 750/s for 1,250 agents; a longer lease
+                       costs fewer, but a dead controller's faults outlive it longer
   --allow-exec         the embedded agent runs external workloads (docs/workloads.md): commands
                        a scenario names, run as serve's user; and workloads whose launcher is
                        "slurm" are submitted with srun. Off by default
@@ -95,7 +100,7 @@ Options:
 core::FlagRules serveFlagRules() {
   return {{"listen", "db", "state-dir", "web-root", "with-lab", "demo", "admin-token-file",
            "allow-interface", "tls-cert", "tls-key", "agent-ca", "agent-cert", "agent-key",
-           "agent-token-file", "loss-backend", "local-lease-ms"},
+           "agent-token-file", "loss-backend", "local-lease-ms", "agent-lease-ms"},
           {"help", "exit-after-demo", "allow-management-interface", "no-auth", "allow-exec"}};
 }
 
@@ -272,6 +277,19 @@ int serveMain(int argc, char** argv) {
     std::cerr << "fabric-chaos serve: --local-lease-ms must be a whole number of ms >= 0\n";
     return 2;
   }
+  int64_t agent_lease_ms = 5000;
+  try {
+    size_t used = 0;
+    const std::string text = flags.getOr("agent-lease-ms", "5000");
+    agent_lease_ms = std::stoll(text, &used);
+    if (used != text.size() || agent_lease_ms < 1000 || agent_lease_ms > 600000) {
+      throw std::invalid_argument(text);
+    }
+  } catch (const std::exception&) {
+    std::cerr << "fabric-chaos serve: --agent-lease-ms must be a whole number of ms from 1000 to "
+                 "600000 (the agents' own limit)\n";
+    return 2;
+  }
   const std::string db_path = flags.getOr("db", "/var/lib/fabric-chaos/fabric-chaos.db");
   const std::string state_dir = flags.getOr("state-dir", "/run/fabric-chaos");
   const std::string web_root = flags.getOr("web-root", FC_DEFAULT_WEB_ROOT);
@@ -407,7 +425,7 @@ int serveMain(int argc, char** argv) {
   agent::LocalAgent& local_agent = stack.local_agent;
   core::SteadyClock clock;
   // Hosts that name an agent URL (the VM lab, real hosts) are driven over HTTP.
-  AppAgentDirectory agents(local_agent, remoteAgentFactory(agent_tls));
+  AppAgentDirectory agents(local_agent, remoteAgentFactory(agent_tls, agent_lease_ms));
   // Every modelled lab switch's queues (and PFC agent), read every 100 ms during a run.
   const auto switch_telemetry = lab::makeKernelSwitchTelemetry(state_dir);
   // Slurm job steps (workload.launcher "slurm") run the scenario's command on the cluster: only

@@ -8,7 +8,8 @@
 //   p99 and max, and the skew between the first and the last agent; the same for the revert;
 // - goals: p99 <= 1 s and skew <= 200 ms at 1,250, printed as ratios to the goal (<= 1 meets it);
 // - growth: p99 and skew at 100 over 10 and at 1,250 over 100;
-// - lease renewals the agents received per agent per second while the fault was held;
+// - lease renewals the agents received per agent per second while each held the fault, at
+//   serve's default --agent-lease-ms of 5 s and, for the largest fleet, at 15 s;
 // - serve's CPU (user + system, /proc/PID/stat) over the run, its peak RSS (VmHWM) and threads;
 // - the submission: from POST to the run's first state past queued (capturing every target's
 //   state and journaling it happen there, target by target).
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -155,6 +157,7 @@ Spread spreadOf(const json& record, const std::string& action, int64_t scheduled
 
 struct Result {
   int agents = 0;
+  int64_t lease_ms = 0;
   bool ok = false;
   std::string error;
   Spread apply;
@@ -169,11 +172,30 @@ struct Result {
   std::string state;
 };
 
-constexpr int kDownMs = 4000;
+constexpr int kDownMs = 10000;             // two renewals at the long lease, six at the default
+constexpr int64_t kDefaultLeaseMs = 5000;  // serve's default --agent-lease-ms
+constexpr int64_t kLongLeaseMs = 15000;
 
-Result measure(int agents) {
+// Mean time each agent held the fault: from its apply to its revert, by its own record.
+double meanHeldSeconds(const json& record) {
+  std::map<int, int64_t> applied;
+  double held_ns = 0;
+  int held = 0;
+  for (const json& e : record["entries"]) {
+    const int agent = e["agent"].get<int>();
+    if (e["action"] == "apply") applied[agent] = e["steady_ns"].get<int64_t>();
+    if (e["action"] == "revert" && applied.count(agent) > 0) {
+      held_ns += static_cast<double>(e["steady_ns"].get<int64_t>() - applied[agent]);
+      ++held;
+    }
+  }
+  return held > 0 ? held_ns / held / 1e9 : 0;
+}
+
+Result measure(int agents, int64_t lease_ms) {
   Result result;
   result.agents = agents;
+  result.lease_ms = lease_ms;
   char pattern[] = "/tmp/fc-fanout-XXXXXX";
   const char* made = ::mkdtemp(pattern);
   if (made == nullptr) {
@@ -203,7 +225,8 @@ Result measure(int agents) {
   shell(g_binary + " fabric import --inventory " + dir + "/inventory.json --out " + dir +
         "/state/fabrics/sim.json 2>&1");
   serve = startBackground(g_binary + " serve --no-auth --listen 127.0.0.1:0 --db " + dir +
-                              "/fc.db --state-dir " + dir + "/state",
+                              "/fc.db --state-dir " + dir + "/state --agent-lease-ms " +
+                              std::to_string(lease_ms),
                           dir + "/serve.log");
   if (!waitForText(dir + "/serve.log", "serving on", 30)) {
     result.error = "serve did not start: " + readFile(dir + "/serve.log");
@@ -285,7 +308,8 @@ Result measure(int agents) {
   }
   result.apply = spreadOf(record, "apply", origin_ns + static_cast<int64_t>(applied_ms * 1e6));
   result.revert = spreadOf(record, "revert", origin_ns + static_cast<int64_t>(reverted_ms * 1e6));
-  result.renewals_per_agent_s = record.value("renewals", 0.0) / agents / (kDownMs / 1000.0);
+  const double held_s = meanHeldSeconds(record);
+  result.renewals_per_agent_s = held_s > 0 ? record.value("renewals", 0.0) / agents / held_s : 0;
   result.ok = result.apply.agents == static_cast<size_t>(agents) &&
               result.revert.agents == static_cast<size_t>(agents);
   if (!result.ok) {
@@ -314,26 +338,44 @@ int main(int argc, char** argv) {
   for (int n : sizes) {
     std::printf("fanout_bench: %d agents ...\n", n);
     std::fflush(stdout);
-    results.push_back(measure(n));
+    results.push_back(measure(n, kDefaultLeaseMs));
     const Result& r = results.back();
     if (!r.error.empty()) std::printf("  %s\n", r.error.c_str());
   }
+  // The largest fleet once more with a three times longer lease: a third of the renewals.
+  std::printf("fanout_bench: %d agents, lease %lld ms ...\n", sizes.back(),
+              static_cast<long long>(kLongLeaseMs));
+  std::fflush(stdout);
+  const Result long_lease = measure(sizes.back(), kLongLeaseMs);
+  if (!long_lease.error.empty()) std::printf("  %s\n", long_lease.error.c_str());
 
   std::printf(
       "\nlink_flap on every host of the fabric (label selector), %d ms down; times from the "
       "scheduled instant to each agent's own record\n",
       kDownMs);
-  std::printf("%7s %6s | %9s %9s %9s %9s | %9s %9s %9s | %10s | %8s %9s %8s %7s | %9s | %8s\n",
-              "agents", "state", "apply p50", "p99", "max", "skew", "revert p50", "p99", "skew",
-              "renew/ag/s", "serve cpu", "cpu/run s", "HWM MiB", "threads", "submit ms", "sim cpu");
-  for (const Result& r : results) {
+  std::printf("%7s %6s %6s | %9s %9s %9s %9s | %9s %9s %9s | %10s | %8s %9s %8s %7s | %9s | %8s\n",
+              "agents", "lease", "state", "apply p50", "p99", "max", "skew", "revert p50", "p99",
+              "skew", "renew/ag/s", "serve cpu", "cpu/run s", "HWM MiB", "threads", "submit ms",
+              "sim cpu");
+  std::vector<const Result*> rows;
+  for (const Result& r : results) rows.push_back(&r);
+  rows.push_back(&long_lease);
+  for (const Result* row : rows) {
+    const Result& r = *row;
     std::printf(
-        "%7d %6s | %9.1f %9.1f %9.1f %9.1f | %9.1f %9.1f %9.1f | %10.3f | %8.2fs %9.3f "
+        "%7d %5llds %6s | %9.1f %9.1f %9.1f %9.1f | %9.1f %9.1f %9.1f | %10.3f | %8.2fs %9.3f "
         "%8.1f %7ld | %9.0f | %7.2fs\n",
-        r.agents, r.state.c_str(), r.apply.p50_ms, r.apply.p99_ms, r.apply.max_ms, r.apply.skew_ms,
-        r.revert.p50_ms, r.revert.p99_ms, r.revert.skew_ms, r.renewals_per_agent_s, r.serve_cpu_s,
-        ratio(r.serve_cpu_s, r.run_wall_s), static_cast<double>(r.serve_hwm_kb) / 1024,
-        r.serve_threads, r.submit_to_start_ms, r.sim_cpu_s);
+        r.agents, static_cast<long long>(r.lease_ms / 1000), r.state.c_str(), r.apply.p50_ms,
+        r.apply.p99_ms, r.apply.max_ms, r.apply.skew_ms, r.revert.p50_ms, r.revert.p99_ms,
+        r.revert.skew_ms, r.renewals_per_agent_s, r.serve_cpu_s, ratio(r.serve_cpu_s, r.run_wall_s),
+        static_cast<double>(r.serve_hwm_kb) / 1024, r.serve_threads, r.submit_to_start_ms,
+        r.sim_cpu_s);
+  }
+  if (long_lease.ok && results.back().ok) {
+    std::printf("\nrenewals per agent per second, lease %llds over %llds: %.3f (1/3 expected)\n",
+                static_cast<long long>(kLongLeaseMs / 1000),
+                static_cast<long long>(kDefaultLeaseMs / 1000),
+                ratio(long_lease.renewals_per_agent_s, results.back().renewals_per_agent_s));
   }
   const Result* largest = nullptr;
   for (const Result& r : results) {
@@ -357,7 +399,7 @@ int main(int argc, char** argv) {
         ratio(b.apply.skew_ms, a.apply.skew_ms), ratio(b.serve_cpu_s, a.serve_cpu_s),
         ratio(static_cast<double>(b.serve_hwm_kb), static_cast<double>(a.serve_hwm_kb)));
   }
-  bool all_ok = true;
+  bool all_ok = long_lease.ok;
   for (const Result& r : results) all_ok = all_ok && r.ok;
   return all_ok ? 0 : 1;
 }
