@@ -125,6 +125,27 @@ class Agent {
   virtual core::Status applyFault(const injectors::Fault& fault) = 0;
   virtual core::Status revertFault(const injectors::Fault& fault, const nlohmann::json& prior) = 0;
   virtual core::Result<nlohmann::json> observeFault(const injectors::Fault& fault) = 0;
+
+  // Scheduled applies (docs/agent.md). No controller reaches a thousand hosts in the same
+  // millisecond, so it hands each remote agent its fault ahead of the instant, and the agent
+  // applies it by its own clock: the spread across hosts is then their timers' and clocks' error,
+  // not the fan-out's. An agent that cannot (the local one, whose calls take microseconds) says
+  // false and is called with applyFault at the instant.
+  virtual bool appliesOnSchedule() const { return false; }
+  // Delivers `fault` to be applied at `at_ns` (the caller's CLOCK_MONOTONIC). Returns once the
+  // agent holds it (journaled, its state captured), before it is applied.
+  virtual core::Status scheduleFault(const injectors::Fault& fault, int64_t at_ns) {
+    (void)fault;
+    (void)at_ns;
+    return core::Status(core::StatusCode::kNotSupported, "this agent applies faults only at once");
+  }
+  // Waits, until `deadline_ns` at most, for a scheduled fault to be in force, and returns when it
+  // came into force on the caller's CLOCK_MONOTONIC. The agent's error when its apply failed.
+  virtual core::Result<int64_t> awaitScheduled(const injectors::Fault& fault, int64_t deadline_ns) {
+    (void)fault;
+    (void)deadline_ns;
+    return core::Status(core::StatusCode::kNotSupported, "this agent applies faults only at once");
+  }
   // The host's RDMA ports' hardware counters, read now (sys::RdmaDevices::hwCounters): empty on a
   // host without RDMA. What a run samples as its RDMA telemetry, so it must stay cheap.
   virtual core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() = 0;

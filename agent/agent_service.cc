@@ -562,15 +562,106 @@ void AgentService::startLeaseThread() {
 }
 
 void AgentService::leaseLoop() {
+  const int64_t check_ns = int64_t{std::max(1, options_.lease_check_ms)} * 1000000;
+  int64_t next_check_ns = core::steadyNowNs() + check_ns;
   std::unique_lock lock(lease_mu_);
   while (!lease_stop_) {
-    lease_cv_.wait_for(lock, std::chrono::milliseconds(std::max(1, options_.lease_check_ms)),
-                       [&] { return lease_stop_; });
-    if (lease_stop_) break;
+    schedule_changed_ = false;
     lock.unlock();
-    expireLeases();
+    const int64_t scheduled = nextScheduledNs();
+    lock.lock();
+    const int64_t wake_ns = scheduled != 0 ? std::min(scheduled, next_check_ns) : next_check_ns;
+    // steady_clock is CLOCK_MONOTONIC, the clock apply_at_ns is on.
+    const std::chrono::steady_clock::time_point wake{std::chrono::nanoseconds(wake_ns)};
+    lease_cv_.wait_until(lock, wake, [&] { return lease_stop_ || schedule_changed_; });
+    if (lease_stop_) break;
+    if (schedule_changed_) continue;  // an earlier instant may have arrived
+    lock.unlock();
+    applyDue();
+    const int64_t now = core::steadyNowNs();
+    if (now >= next_check_ns) {
+      expireLeases();
+      next_check_ns = now + check_ns;
+    }
     lock.lock();
   }
+}
+
+int64_t AgentService::nextScheduledNs() const {
+  std::lock_guard lock(fault_mu_);
+  int64_t next = 0;
+  for (const auto& [id, active] : faults_) {
+    if (active.phase != FaultPhase::kScheduled) continue;
+    if (next == 0 || active.apply_at_ns < next) next = active.apply_at_ns;
+  }
+  return next;
+}
+
+int AgentService::applyDue() {
+  std::lock_guard lock(fault_mu_);
+  const int64_t now = core::steadyNowNs();
+  std::vector<std::string> due;  // oldest first: faults_ holds the newest first
+  for (auto it = faults_.rbegin(); it != faults_.rend(); ++it) {
+    if (it->second.phase == FaultPhase::kScheduled && it->second.apply_at_ns <= now) {
+      due.push_back(it->first);
+    }
+  }
+  int applied = 0;
+  bool changed = false;
+  for (const std::string& id : due) {
+    ActiveFault& active = faults_.at(id);
+    const int64_t late_ns = core::steadyNowNs() - active.apply_at_ns;
+    Status status = agent_.applyFault(active.fault);
+    if (status.isOk()) {
+      active.phase = FaultPhase::kApplied;
+      active.applied_at_ns = core::steadyNowNs();
+      ++applied;
+      core::logInfo("agent: applied " + id + " (" + injectors::describe(active.fault) + ") " +
+                    std::to_string(late_ns / 1000) + " us after its instant, lease " +
+                    std::to_string(active.lease_ms) + " ms");
+      continue;
+    }
+    const std::string error =
+        status.withContext("applying " + injectors::describe(active.fault)).message();
+    core::logError("agent: scheduled " + id + " failed: " + error);
+    if (failed_schedules_.count(id) == 0) failed_order_.push_back(id);
+    failed_schedules_[id] = error;
+    while (failed_order_.size() > kRecentPriors) {
+      failed_schedules_.erase(failed_order_.front());
+      failed_order_.erase(failed_order_.begin());
+    }
+    // It may be half-applied: put back what was there, or leave it to the lease manager.
+    if (Status r = agent_.revertFault(active.fault, active.prior); !r.isOk()) {
+      core::logError("agent: and so did the revert: " + r.toString() +
+                     "; the lease manager keeps trying");
+      active.phase = FaultPhase::kApplied;
+      active.lease_deadline_ns = 0;
+    } else {
+      faults_.erase(id);
+      changed = true;
+    }
+  }
+  if (changed) {
+    if (Status s = persistLocked(); !s.isOk()) {
+      core::logError("agent: cannot rewrite the journal: " + s.toString());
+    }
+  }
+  return applied;
+}
+
+json AgentService::faultStateLocked(const ActiveFault& active) const {
+  json doc = {{"id", active.id},
+              {"prior", active.prior},
+              {"lease_ms", active.lease_ms},
+              {"lease_deadline_ns", active.lease_deadline_ns}};
+  if (active.phase == FaultPhase::kScheduled) {
+    doc["state"] = "scheduled";
+    doc["apply_at_ns"] = active.apply_at_ns;
+  } else {
+    doc["state"] = "applied";
+    doc["applied_at_ns"] = active.applied_at_ns;
+  }
+  return doc;
 }
 
 size_t AgentService::activeFaults() const {
@@ -714,7 +805,8 @@ int AgentService::expireLeases() {
   bool changed = false;
   for (auto it = faults_.begin(); it != faults_.end();) {
     ActiveFault& active = it->second;
-    if (active.lease_deadline_ns > now || active.retry_at_ns > now) {
+    if (active.phase == FaultPhase::kScheduled || active.lease_deadline_ns > now ||
+        active.retry_at_ns > now) {
       ++it;
       continue;
     }
@@ -764,6 +856,12 @@ int AgentService::shutdown(int workload_grace_ms) {
   int failed = 0;
   std::lock_guard lock(fault_mu_);
   for (auto it = faults_.begin(); it != faults_.end();) {
+    if (it->second.phase == FaultPhase::kScheduled) {
+      core::logInfo("agent: cancelled " + it->first + " (" + injectors::describe(it->second.fault) +
+                    "): shutting down before its instant");
+      it = faults_.erase(it);
+      continue;
+    }
     Status status = revertLocked(it->second, "agent shutting down");
     if (status.isOk()) {
       it = faults_.erase(it);
@@ -855,7 +953,7 @@ HttpResponse AgentService::route(const HttpRequest& request) {
       return method == "POST" ? observeByDescription(request.body) : notAllowed("POST");
     }
     if (n == 2) {
-      if (method == "GET") return getFault(parts[1]);
+      if (method == "GET") return getFault(parts[1], query);
       if (method == "DELETE") return deleteFault(parts[1]);
       return notAllowed("GET, DELETE");
     }
@@ -932,11 +1030,9 @@ HttpResponse AgentService::listFaults() {
   json faults = json::array();
   std::lock_guard lock(fault_mu_);
   for (const auto& [id, active] : faults_) {
-    faults.push_back({{"id", id},
-                      {"fault", injectors::toJson(active.fault)},
-                      {"prior", active.prior},
-                      {"lease_ms", active.lease_ms},
-                      {"lease_deadline_ns", active.lease_deadline_ns}});
+    json entry = faultStateLocked(active);
+    entry["fault"] = injectors::toJson(active.fault);
+    faults.push_back(std::move(entry));
   }
   return jsonResponse(200, {{"faults", faults}});
 }
@@ -944,11 +1040,24 @@ HttpResponse AgentService::listFaults() {
 HttpResponse AgentService::applyFault(const std::string& body) {
   auto doc = parseBody(body);
   if (!doc.isOk()) return errorResponse(doc.status());
-  if (Status s = onlyFields(*doc, {"fault", "lease_ms"}); !s.isOk()) return errorResponse(s);
+  if (Status s = onlyFields(*doc, {"fault", "lease_ms", "apply_at_ns"}); !s.isOk()) {
+    return errorResponse(s);
+  }
   auto fault = faultField(*doc);
   if (!fault.isOk()) return errorResponse(fault.status());
   auto lease_ms = intField(*doc, "lease_ms", 1, options_.max_lease_ms, options_.default_lease_ms);
   if (!lease_ms.isOk()) return errorResponse(lease_ms.status());
+  auto apply_at_ns = intField(*doc, "apply_at_ns", 0, std::numeric_limits<int64_t>::max(), 0);
+  if (!apply_at_ns.isOk()) return errorResponse(apply_at_ns.status());
+  const int64_t received_ns = core::steadyNowNs();
+  if (*apply_at_ns - received_ns > options_.max_schedule_ahead_ms * 1000000) {
+    return errorResponse(invalid(
+        "apply_at_ns", "is " + std::to_string((*apply_at_ns - received_ns) / 1000000) +
+                           " ms ahead of this agent's clock; at most " +
+                           std::to_string(options_.max_schedule_ahead_ms) + " ms is accepted"));
+  }
+  // An instant already past (a late delivery) is applied at once, as an apply without one.
+  const bool scheduled = *apply_at_ns > received_ns;
   if (shutting_down_) {
     return errorResponse(Status(StatusCode::kUnavailable, "the agent is shutting down"));
   }
@@ -960,7 +1069,7 @@ HttpResponse AgentService::applyFault(const std::string& body) {
     return errorResponse(s);
   }
 
-  std::lock_guard lock(fault_mu_);
+  std::unique_lock lock(fault_mu_);
   if (ActiveFault* existing = findByTarget(*fault)) {
     if (existing->fault.params != fault->params) {
       return errorResponse(Status(StatusCode::kFailedPrecondition,
@@ -970,12 +1079,11 @@ HttpResponse AgentService::applyFault(const std::string& body) {
     }
     // The same fault again (a retried request): one fault, the lease extended.
     existing->lease_ms = *lease_ms;
-    existing->lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
-    return jsonResponse(200, {{"id", existing->id},
-                              {"prior", existing->prior},
-                              {"lease_ms", existing->lease_ms},
-                              {"lease_deadline_ns", existing->lease_deadline_ns},
-                              {"existing", true}});
+    existing->lease_deadline_ns =
+        std::max(core::steadyNowNs(), existing->apply_at_ns) + *lease_ms * 1000000;
+    json answer = faultStateLocked(*existing);
+    answer["existing"] = true;
+    return jsonResponse(200, answer);
   }
   if (Status s = agent_.validateFault(fault->kind, fault->params); !s.isOk()) {
     return errorResponse(s);
@@ -990,7 +1098,12 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   active.fault = *fault;
   active.prior = prior.value();
   active.lease_ms = *lease_ms;
-  active.lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
+  // A scheduled fault's lease runs from its instant: the controller renews it from then on.
+  active.lease_deadline_ns = (scheduled ? *apply_at_ns : core::steadyNowNs()) + *lease_ms * 1000000;
+  if (scheduled) {
+    active.phase = FaultPhase::kScheduled;
+    active.apply_at_ns = *apply_at_ns;
+  }
   faults_[active.id] = active;
   // Intent first: if this process dies between here and the revert, the next start finds it.
   if (Status s = persistLocked(); !s.isOk()) {
@@ -1000,6 +1113,18 @@ HttpResponse AgentService::applyFault(const std::string& body) {
                                                            " before applying "
                                                            "it, so it was not applied: " +
                                                            s.message()));
+  }
+  if (scheduled) {
+    const json answer = faultStateLocked(active);
+    lock.unlock();
+    {
+      std::lock_guard wake(lease_mu_);
+      schedule_changed_ = true;
+    }
+    lease_cv_.notify_all();
+    core::logInfo("agent: scheduled " + active.id + " (" + injectors::describe(*fault) + ") in " +
+                  std::to_string((*apply_at_ns - received_ns) / 1000000) + " ms");
+    return jsonResponse(202, answer);
   }
   Status applied = agent_.applyFault(*fault);
   if (!applied.isOk()) {
@@ -1016,13 +1141,11 @@ HttpResponse AgentService::applyFault(const std::string& body) {
     return errorResponse(applied.withContext("applying " + injectors::describe(*fault)));
   }
   ActiveFault& stored = faults_[active.id];
-  stored.lease_deadline_ns = core::steadyNowNs() + *lease_ms * 1000000;
+  stored.applied_at_ns = core::steadyNowNs();
+  stored.lease_deadline_ns = stored.applied_at_ns + *lease_ms * 1000000;
   core::logInfo("agent: applied " + stored.id + " (" + injectors::describe(stored.fault) +
                 "), lease " + std::to_string(*lease_ms) + " ms");
-  return jsonResponse(201, {{"id", stored.id},
-                            {"prior", stored.prior},
-                            {"lease_ms", stored.lease_ms},
-                            {"lease_deadline_ns", stored.lease_deadline_ns}});
+  return jsonResponse(201, faultStateLocked(stored));
 }
 
 HttpResponse AgentService::renewFault(const std::string& id, const std::string& body) {
@@ -1045,25 +1168,35 @@ HttpResponse AgentService::renewFault(const std::string& id, const std::string& 
   auto lease_ms = intField(*doc, "lease_ms", 1, options_.max_lease_ms, it->second.lease_ms);
   if (!lease_ms.isOk()) return errorResponse(lease_ms.status());
   it->second.lease_ms = *lease_ms;
-  it->second.lease_deadline_ns = now + *lease_ms * 1000000;
+  // Renewed before its instant, a scheduled fault's lease still runs from the instant.
+  it->second.lease_deadline_ns = std::max(now, it->second.apply_at_ns) + *lease_ms * 1000000;
   return jsonResponse(200, {{"id", id},
                             {"lease_ms", it->second.lease_ms},
                             {"lease_deadline_ns", it->second.lease_deadline_ns}});
 }
 
-HttpResponse AgentService::getFault(const std::string& id) {
+HttpResponse AgentService::getFault(const std::string& id, const std::string& query) {
+  const auto params = parseQuery(query);
+  auto observe = queryInt(params, "observe", 0, 1, 1);
+  if (!observe.isOk()) return errorResponse(observe.status());
   std::lock_guard lock(fault_mu_);
   auto it = faults_.find(id);
   if (it == faults_.end()) {
+    if (auto failed = failed_schedules_.find(id); failed != failed_schedules_.end()) {
+      // Its instant came and the apply failed: nothing of it is left on the host.
+      return jsonResponse(200, {{"id", id}, {"state", "failed"}, {"error", failed->second}});
+    }
     return errorResponse(Status(StatusCode::kNotFound, "no active fault " + id));
   }
-  auto observed = agent_.observeFault(it->second.fault);
-  if (!observed.isOk()) return errorResponse(observed.status());
-  return jsonResponse(200, {{"id", id},
-                            {"fault", injectors::toJson(it->second.fault)},
-                            {"observed", observed.value()},
-                            {"lease_ms", it->second.lease_ms},
-                            {"lease_deadline_ns", it->second.lease_deadline_ns}});
+  json answer = faultStateLocked(it->second);
+  answer["fault"] = injectors::toJson(it->second.fault);
+  answer.erase("prior");
+  if (*observe == 1 && it->second.phase == FaultPhase::kApplied) {
+    auto observed = agent_.observeFault(it->second.fault);
+    if (!observed.isOk()) return errorResponse(observed.status());
+    answer["observed"] = observed.value();
+  }
+  return jsonResponse(200, answer);
 }
 
 HttpResponse AgentService::deleteFault(const std::string& id) {
@@ -1072,6 +1205,16 @@ HttpResponse AgentService::deleteFault(const std::string& id) {
   if (it == faults_.end()) {
     return errorResponse(
         Status(StatusCode::kNotFound, "no active fault " + id + " (already reverted?)"));
+  }
+  if (it->second.phase == FaultPhase::kScheduled) {
+    // Its instant has not come: nothing was changed, so nothing is put back.
+    core::logInfo("agent: cancelled " + id + " (" + injectors::describe(it->second.fault) +
+                  ") before its instant");
+    faults_.erase(it);
+    if (Status s = persistLocked(); !s.isOk()) {
+      core::logError("agent: cannot rewrite the journal: " + s.toString());
+    }
+    return jsonResponse(200, {{"id", id}, {"reverted", true}, {"cancelled", true}});
   }
   json observed;
   if (auto o = agent_.observeFault(it->second.fault); o.isOk()) {

@@ -99,7 +99,9 @@ struct AgentServiceOptions {
   int64_t default_lease_ms = 5000;
   int64_t max_lease_ms = 600000;
   int lease_check_ms = 100;
-  int revert_retry_ms = 1000;             // after a failed lease-expiry revert
+  int revert_retry_ms = 1000;  // after a failed lease-expiry revert
+  // A scheduled apply (POST /faults with apply_at_ns) may name an instant at most this far ahead.
+  int64_t max_schedule_ahead_ms = 10000;
   size_t report_buffer_entries = 100000;  // per workload (samples + events); oldest dropped beyond
   size_t max_batch_entries = 5000;        // per long-poll answer
   int max_wait_ms = 10000;                // long-poll cap
@@ -189,12 +191,17 @@ class AgentService {
   // Reverts what the journal says a previous process left applied. Call once, before serving.
   Recovery recoverJournal();
 
+  // The agent's timekeeper: applies scheduled faults at their instant and reverts expired leases.
   void startLeaseThread();
   core::HttpResponse handle(const core::HttpRequest& request);
 
   // One pass of the lease manager (the lease thread runs it every lease_check_ms): reverts every
   // fault whose lease has expired. Returns how many were reverted.
   int expireLeases();
+  // Applies, oldest first, every scheduled fault whose instant has come (the lease thread wakes for
+  // the earliest one). Returns how many came into force; one that fails is put back as it was,
+  // dropped, and its error kept for the controller's GET.
+  int applyDue();
 
   // Refuses new work (503), wakes long polls, stops the workloads (grace_ms each) and reverts every
   // active fault. Returns the number of faults that could not be reverted. Idempotent.
@@ -203,6 +210,9 @@ class AgentService {
   size_t activeFaults() const;
 
  private:
+  // A fault is scheduled from an apply that named a future instant until that instant, applied
+  // from then on.
+  enum class FaultPhase { kScheduled, kApplied };
   struct ActiveFault {
     std::string id;
     injectors::Fault fault;
@@ -210,6 +220,9 @@ class AgentService {
     int64_t lease_ms = 0;
     int64_t lease_deadline_ns = 0;
     int64_t retry_at_ns = 0;  // after a failed revert
+    FaultPhase phase = FaultPhase::kApplied;
+    int64_t apply_at_ns = 0;    // kScheduled: when to apply (CLOCK_MONOTONIC)
+    int64_t applied_at_ns = 0;  // kApplied: when the injector returned
   };
   struct Workload;
 
@@ -220,7 +233,7 @@ class AgentService {
   core::HttpResponse listFaults();
   core::HttpResponse applyFault(const std::string& body);
   core::HttpResponse renewFault(const std::string& id, const std::string& body);
-  core::HttpResponse getFault(const std::string& id);
+  core::HttpResponse getFault(const std::string& id, const std::string& query);
   core::HttpResponse deleteFault(const std::string& id);
   core::HttpResponse revertByDescription(const std::string& body);
   core::HttpResponse observeByDescription(const std::string& body);
@@ -233,6 +246,10 @@ class AgentService {
   ActiveFault* findByTarget(const injectors::Fault& fault);
   core::Status revertLocked(const ActiveFault& active, const std::string& why);
   core::Status persistLocked();
+  // The answer to an apply: what the controller needs to renew, revert and confirm it.
+  nlohmann::json faultStateLocked(const ActiveFault& active) const;
+  // The earliest scheduled apply, or 0 when none is pending.
+  int64_t nextScheduledNs() const;
   void rememberPriorLocked(const injectors::Fault& fault, const nlohmann::json& prior);
   std::shared_ptr<Workload> findWorkload(const std::string& id);
   void leaseLoop();
@@ -252,6 +269,9 @@ class AgentService {
   // The prior of recently reverted faults, by kind/netns/ifname, for revert-by-description.
   std::map<std::string, nlohmann::json> recent_priors_;
   std::vector<std::string> recent_order_;
+  // Scheduled applies that failed at their instant, by id: what GET /faults/{id} answers.
+  std::map<std::string, std::string> failed_schedules_;
+  std::vector<std::string> failed_order_;
 
   std::mutex workload_mu_;
   std::map<std::string, std::shared_ptr<Workload>> workloads_;
@@ -261,6 +281,7 @@ class AgentService {
   std::mutex lease_mu_;
   std::condition_variable lease_cv_;
   bool lease_stop_ = false;
+  bool schedule_changed_ = false;  // a fault was scheduled: the lease thread looks again
   std::thread lease_thread_;
 
   std::atomic<bool> shutting_down_{false};

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -28,6 +29,7 @@ using nlohmann::json;
 constexpr int64_t kCapabilityTtlNs = 30'000'000'000;
 constexpr int kPollWaitMs = 1000;
 constexpr int kClockSeedExchanges = 3;
+constexpr int kConfirmRetryMs = 5;  // between asks while a scheduled fault is still pending
 
 int64_t msToNs(int64_t ms) { return ms * 1000000; }
 
@@ -86,6 +88,13 @@ class Connection {
   int64_t toLocalNs(int64_t agent_ns) {
     std::lock_guard lock(mu_);
     return estimator_.valid() ? estimator_.toLocalNs(agent_ns) : agent_ns;
+  }
+
+  // Ours to the agent's; nullopt until an answer has carried the agent's clock.
+  std::optional<int64_t> toRemoteNs(int64_t local_ns) {
+    std::lock_guard lock(mu_);
+    if (!estimator_.valid()) return std::nullopt;
+    return local_ns + estimator_.offsetNs();
   }
 
   int clockSamples() {
@@ -332,7 +341,23 @@ class RemoteAgent : public Agent {
   // journal: a prior read over the network here could be stale by the time the apply lands, and
   // the agent must be able to revert on lease expiry without the controller. So there is nothing
   // for the controller to journal; revertFault works from the fault description alone.
-  core::Result<json> captureFault(const injectors::Fault&) override { return json::object(); }
+  // It does learn the agent's clock here, before the run's first instant, which a scheduled apply
+  // is converted with: a fault whose capture fails to reach its agent fails before any is applied.
+  core::Result<json> captureFault(const injectors::Fault& fault) override {
+    if (Status s = seedClock(); !s.isOk()) {
+      return s.withContext("reaching the agent for " + injectors::describe(fault));
+    }
+    return json::object();
+  }
+
+  // A few quick exchanges, so that the clock offset is known to within half a short round trip.
+  Status seedClock() {
+    for (int i = connection_->clockSamples(); i < kClockSeedExchanges; ++i) {
+      auto ping = connection_->call("GET", "/agent/v1/faults");
+      if (!ping.isOk()) return ping.status();
+    }
+    return Status::ok();
+  }
 
   Status applyFault(const injectors::Fault& fault) override {
     json body = {{"fault", injectors::toJson(fault)},
@@ -349,6 +374,82 @@ class RemoteAgent : public Agent {
     std::lock_guard lock(mu_);
     faults_[injectors::faultKey(fault)] = id;
     return Status::ok();
+  }
+
+  bool appliesOnSchedule() const override { return true; }
+
+  Status scheduleFault(const injectors::Fault& fault, int64_t at_ns) override {
+    auto remote_at = connection_->toRemoteNs(at_ns);
+    if (!remote_at) {
+      // No answer has carried the agent's clock yet (captureFault normally has): ask for it.
+      if (Status s = seedClock(); !s.isOk()) {
+        return s.withContext("scheduling " + injectors::describe(fault));
+      }
+      remote_at = connection_->toRemoteNs(at_ns);
+      if (!remote_at) {
+        return Status(StatusCode::kInternal,
+                      "agent " + connection_->url() + " does not say what its clock reads, so " +
+                          injectors::describe(fault) + " cannot be scheduled on it");
+      }
+    }
+    json body = {{"fault", injectors::toJson(fault)},
+                 {"lease_ms", connection_->options().lease_ms},
+                 {"apply_at_ns", std::max<int64_t>(0, *remote_at)}};
+    auto answer =
+        connection_->call("POST", "/agent/v1/faults", &body, connection_->options().act_timeout_ms);
+    if (!answer.isOk())
+      return answer.status().withContext("scheduling " + injectors::describe(fault));
+    const std::string id = answer->value("id", "");
+    if (id.empty()) {
+      return Status(StatusCode::kInternal, "agent " + connection_->url() + " scheduled " +
+                                               injectors::describe(fault) + " without an id");
+    }
+    std::lock_guard lock(mu_);
+    faults_[injectors::faultKey(fault)] = id;
+    return Status::ok();
+  }
+
+  core::Result<int64_t> awaitScheduled(const injectors::Fault& fault,
+                                       int64_t deadline_ns) override {
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      auto it = faults_.find(injectors::faultKey(fault));
+      if (it != faults_.end()) id = it->second;
+    }
+    if (id.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    injectors::describe(fault) + " was not scheduled on " + connection_->url());
+    }
+    while (true) {
+      auto answer = connection_->call("GET", "/agent/v1/faults/" + id + "?observe=0");
+      if (!answer.isOk())
+        return answer.status().withContext("confirming " + injectors::describe(fault));
+      const std::string state = answer->value("state", "");
+      if (state == "applied") {
+        auto at = answer->find("applied_at_ns");
+        if (at == answer->end() || !at->is_number_integer()) {
+          return Status(StatusCode::kInternal, "agent " + connection_->url() + " applied " +
+                                                   injectors::describe(fault) +
+                                                   " without saying when");
+        }
+        return connection_->toLocalNs(at->get<int64_t>());
+      }
+      if (state == "failed") {
+        std::lock_guard lock(mu_);
+        faults_.erase(injectors::faultKey(fault));
+        return Status(StatusCode::kInternal, answer->value("error", "the agent's apply failed"));
+      }
+      const int64_t now = core::steadyNowNs();
+      if (now >= deadline_ns) {
+        return Status(StatusCode::kTimeout, "agent " + connection_->url() + " had not applied " +
+                                                injectors::describe(fault) + " (" + id +
+                                                ", state " + state + ") by the deadline");
+      }
+      // Still waiting for its instant (our clock ahead of the estimate, or a slow agent timer).
+      std::this_thread::sleep_for(std::chrono::nanoseconds(
+          std::min<int64_t>(deadline_ns - now, int64_t{kConfirmRetryMs} * 1000000)));
+    }
   }
 
   Status revertFault(const injectors::Fault& fault, const json&) override {
@@ -410,10 +511,7 @@ class RemoteAgent : public Agent {
                                                               int64_t origin_ns,
                                                               WorkloadListener* listener) override {
     // A few quick exchanges first, so that the first reports are already mapped to our clock.
-    for (int i = connection_->clockSamples(); i < kClockSeedExchanges; ++i) {
-      auto ping = connection_->call("GET", "/agent/v1/faults");
-      if (!ping.isOk()) return ping.status().withContext("starting the workload");
-    }
+    if (Status s = seedClock(); !s.isOk()) return s.withContext("starting the workload");
     json specs = json::array();
     std::vector<int> rank_ids;
     for (const auto& spec : ranks) {

@@ -1,6 +1,7 @@
 #include "scenarios/engine/fault_timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -106,7 +107,9 @@ core::Result<FaultTimeline::Pattern*> FaultTimeline::patternFor(const PlannedAct
   auto agent = deps_.agents->agentFor(ref);
   if (!agent.isOk()) return agent.status();
   const injectors::Fault fault = faultFor(action);
+  const int64_t capture_started_ns = deps_.clock->nowNs();
   auto prior = (*agent)->captureFault(fault);
+  if ((*agent)->appliesOnSchedule()) timedRemoteCall(capture_started_ns, 1);
   if (!prior.isOk()) {
     return prior.status().withContext("reading state before " + action.kind + " on " +
                                       describeTarget(action.target));
@@ -157,6 +160,7 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
     if (!fresh) window->second.first = std::min(window->second.first, t);
   };
 
+  last_in_force_ms_ = msNow();  // joins and failures only: the instant's own time
   std::vector<Call> calls;
   for (size_t index : indices) {
     const PlannedAction& action = plan[index];
@@ -211,30 +215,126 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
   }
   updateCount();
 
-  std::vector<std::function<Status()>> agent_calls;
-  for (const Call& call : calls) {
-    const Stack& stack = stacks_.at(call.stack);
-    agent::Agent* agent = patterns_.at(stack.pattern).agent;
-    agent_calls.push_back([agent, &stack] { return agent->applyFault(stack.fault); });
-  }
-  const std::vector<Status> results = calls_.run(agent_calls);
+  const std::vector<Outcome> outcomes = callAgents(calls, scheduled_ms);
   if (deps_.progressed) deps_.progressed();
-  const double t = msNow();
   for (size_t i = 0; i < calls.size(); ++i) {
     const PlannedAction& action = plan[calls[i].index];
     Pattern& pattern = patterns_.at(stacks_.at(calls[i].stack).pattern);
-    if (!results[i].isOk()) {
+    json detail = detailOf(action);
+    detail["delivery"] = outcomes[i].scheduled ? "scheduled" : "at_once";
+    if (!outcomes[i].status.isOk()) {
       // Half-applied, perhaps: the stack stays so that revertAll() takes it back.
-      fail(action, detailOf(action), results[i]);
+      fail(action, std::move(detail), outcomes[i].status);
       continue;
     }
     mark(pattern, "applied");
-    opened(action.step, t);
-    json detail = detailOf(action);
+    opened(action.step, outcomes[i].in_force_ms);
+    last_in_force_ms_ = std::max(last_in_force_ms_, outcomes[i].in_force_ms);
     detail["journal_id"] = pattern.journal_id;
+    detail["in_force_ms"] = outcomes[i].in_force_ms;
     event("fault_applied", std::move(detail));
   }
   return first_error;
+}
+
+std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<Call>& calls,
+                                                              double scheduled_ms) {
+  std::vector<Outcome> outcomes(calls.size());
+  std::vector<size_t> on_schedule;
+  std::vector<size_t> at_once;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Stack& stack = stacks_.at(calls[i].stack);
+    const bool scheduled = patterns_.at(stack.pattern).agent->appliesOnSchedule();
+    outcomes[i].scheduled = scheduled;
+    (scheduled ? on_schedule : at_once).push_back(i);
+  }
+  auto agentOf = [&](size_t i) { return patterns_.at(stacks_.at(calls[i].stack).pattern).agent; };
+  auto faultOf = [&](size_t i) -> const injectors::Fault& {
+    return stacks_.at(calls[i].stack).fault;
+  };
+  auto runEach = [&](const std::vector<size_t>& which,
+                     const std::function<Status(size_t)>& call) -> std::vector<Status> {
+    std::vector<std::function<Status()>> batch;
+    batch.reserve(which.size());
+    for (size_t i : which) batch.push_back([&call, i] { return call(i); });
+    return calls_.run(batch);
+  };
+  const int64_t at_ns = deps_.origin_ns + static_cast<int64_t>(scheduled_ms * 1e6);
+
+  // 1. Hand the scheduled ones out: each agent holds its fault before the instant.
+  std::vector<size_t> delivered;
+  if (!on_schedule.empty()) {
+    const int64_t started_ns = deps_.clock->nowNs();
+    const std::vector<Status> results = runEach(
+        on_schedule, [&](size_t i) { return agentOf(i)->scheduleFault(faultOf(i), at_ns); });
+    timedRemoteCall(started_ns, on_schedule.size());
+    for (size_t k = 0; k < on_schedule.size(); ++k) {
+      outcomes[on_schedule[k]].status = results[k];
+      if (results[k].isOk()) delivered.push_back(on_schedule[k]);
+    }
+    if (deps_.progressed) deps_.progressed();
+  }
+  // 2. The instant: call the others now.
+  if (deps_.clock->nowNs() < at_ns) deps_.clock->sleepUntilNs(at_ns);
+  if (!at_once.empty()) {
+    const std::vector<Status> results =
+        runEach(at_once, [&](size_t i) { return agentOf(i)->applyFault(faultOf(i)); });
+    const double t = msNow();
+    for (size_t k = 0; k < at_once.size(); ++k) {
+      outcomes[at_once[k]].status = results[k];
+      outcomes[at_once[k]].in_force_ms = t;
+    }
+  }
+  // 3. Confirm the scheduled ones, with when each agent applied its fault.
+  if (!delivered.empty()) {
+    const int64_t deadline_ns = std::max(at_ns, deps_.clock->nowNs()) + kConfirmTimeoutMs * 1000000;
+    std::vector<int64_t> applied_ns(calls.size(), 0);
+    const std::vector<Status> results = runEach(delivered, [&](size_t i) -> Status {
+      auto applied = agentOf(i)->awaitScheduled(faultOf(i), deadline_ns);
+      if (!applied.isOk()) return applied.status();
+      applied_ns[i] = applied.value();
+      return Status::ok();
+    });
+    for (size_t k = 0; k < delivered.size(); ++k) {
+      Outcome& outcome = outcomes[delivered[k]];
+      outcome.status = results[k];
+      outcome.in_force_ms = static_cast<double>(applied_ns[delivered[k]] - deps_.origin_ns) / 1e6;
+    }
+  }
+  return outcomes;
+}
+
+void FaultTimeline::timedRemoteCall(int64_t started_ns, size_t calls_in_parallel) {
+  const double width = static_cast<double>(calls_.workers() + 1);
+  const double waves =
+      std::ceil(static_cast<double>(std::max<size_t>(1, calls_in_parallel)) / width);
+  const double per_call_ms = static_cast<double>(deps_.clock->nowNs() - started_ns) / 1e6 / waves;
+  if (!remote_call_timed_) {
+    remote_call_ms_ = per_call_ms;
+    remote_call_timed_ = true;
+    return;
+  }
+  // Up quickly, down slowly: a lead too short makes faults late, one too long only waits.
+  const double weight = per_call_ms > remote_call_ms_ ? 0.5 : 0.1;
+  remote_call_ms_ += weight * (per_call_ms - remote_call_ms_);
+}
+
+double FaultTimeline::applyLeadMs(const std::vector<size_t>& indices,
+                                  const std::vector<PlannedAction>& plan) const {
+  size_t scheduled = 0;
+  for (size_t index : indices) {
+    auto it = patterns_.find(patternKey(plan[index]));
+    if (it != patterns_.end() && it->second.agent != nullptr &&
+        it->second.agent->appliesOnSchedule()) {
+      ++scheduled;
+    }
+  }
+  if (scheduled == 0) return 0;
+  // The deliveries go out calls_.workers() + 1 at a time; twice their expected time, plus a
+  // margin for the first call of a wave and the agents' timers.
+  const double width = static_cast<double>(calls_.workers() + 1);
+  const double waves = std::ceil(static_cast<double>(scheduled) / width);
+  return std::clamp(kMinLeadMs + 2 * waves * remote_call_ms_, kMinLeadMs, kMaxLeadMs);
 }
 
 void FaultTimeline::revert(const std::vector<size_t>& indices, const std::string& why,

@@ -10,7 +10,9 @@
 //   revertAll); what still fails when the run ends is reported by left(), and the journal keeps
 //   it for start-up recovery.
 // - Timing: the faults of one instant go to their agents concurrently; events and journal marks
-//   are written by the RunRecorder, off the critical path.
+//   are written by the RunRecorder, off the critical path. Agents that apply on schedule (remote
+//   ones) get their faults applyLeadMs() ahead of the instant and apply them by their own clocks,
+//   so a thousand hosts change within their timers' error of each other, not over the fan-out.
 // Run thread only, except activeCount(), which any thread may read.
 
 #include <atomic>
@@ -67,11 +69,25 @@ class FaultTimeline {
   core::Status prepare(const std::vector<PlannedAction>& plan);
 
   // Applies planned actions `indices` (of `plan`), all scheduled at `scheduled_ms`, concurrently.
-  // An action whose resource the run already holds through a stacking kind joins that stack. The
-  // first error is returned after every action of the instant was tried; a failed action leaves
-  // its stack in place (it may be half-applied): revertAll() takes it back.
+  // Call it applyLeadMs() before the instant: faults for agents that apply on schedule are handed
+  // out first, then it sleeps until the instant, calls the other agents, and confirms the
+  // scheduled ones. An action whose resource the run already holds through a stacking kind joins
+  // that stack. The first error is returned after every action of the instant was tried; a failed
+  // action leaves its stack in place (it may be half-applied): revertAll() takes it back.
   core::Status apply(const std::vector<size_t>& indices, const std::vector<PlannedAction>& plan,
                      double scheduled_ms);
+  // How long before its instant apply() must be called for these actions (ms): 0 when none goes
+  // to an agent that applies on schedule; otherwise enough for the deliveries to reach every
+  // agent in time, from the calls this timeline has timed (prepare's captures, earlier deliveries).
+  double applyLeadMs(const std::vector<size_t>& indices,
+                     const std::vector<PlannedAction>& plan) const;
+  static constexpr double kMinLeadMs = 50;
+  static constexpr double kMaxLeadMs = 5000;
+  // When the latest apply of the last apply() came into force (run-clock ms): the agent's own
+  // record for scheduled ones, the call's return for the others.
+  double lastInForceMs() const { return last_in_force_ms_; }
+  // How long apply() waits past the instant for an agent to confirm a scheduled fault.
+  static constexpr int64_t kConfirmTimeoutMs = 10000;
   // Ends actions `indices`, concurrently. A stack's state is restored when its last action ends;
   // a failed restore is retried by retryDue() and revertAll(). `scheduled_ms` < 0 for unscheduled
   // reverts; `urgent` skips the observation taken before a revert (a stop counts every ms).
@@ -128,6 +144,16 @@ class FaultTimeline {
     std::string stack;
   };
 
+  // The agent calls of one instant, and when each came into force (run-clock ms).
+  struct Outcome {
+    core::Status status;
+    double in_force_ms = 0;
+    bool scheduled = false;
+  };
+  std::vector<Outcome> callAgents(const std::vector<Call>& calls, double scheduled_ms);
+  // Times one call to a scheduling agent, for applyLeadMs().
+  void timedRemoteCall(int64_t started_ns, size_t calls_in_parallel);
+
   std::string stackKey(const PlannedAction& action) const;
   std::string patternKey(const PlannedAction& action) const;
   Stack* holding(size_t index, std::string* key);
@@ -146,6 +172,11 @@ class FaultTimeline {
   std::map<std::string, Stack> stacks_;
   uint64_t next_seq_ = 1;
   std::map<int, std::pair<double, double>> windows_;
+  double last_in_force_ms_ = 0;
+  // One call to a scheduling agent, as timed so far (ms): what applyLeadMs() plans with.
+  double remote_call_ms_ = kUntimedRemoteCallMs;
+  bool remote_call_timed_ = false;
+  static constexpr double kUntimedRemoteCallMs = 20;
   std::atomic<int> active_count_{0};
   ConcurrentCalls calls_;  // last: its workers stop before the rest goes
 };

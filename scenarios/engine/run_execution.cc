@@ -259,9 +259,14 @@ Status RunExecution::run(const store::RunRecord& record) {
   setState(RunState::kBaseline);
   const double baseline_start = msSinceOrigin();
   const double baseline_end = baseline_start + static_cast<double>(scenario.baseline_ms);
-  if (!waitUntilMs(baseline_end)) return Status::ok();
+  // A first fault handed out ahead of its instant (FaultTimeline::applyLeadMs) goes out before the
+  // baseline ends: the analysis still measures the baseline to its end, the stop conditions are
+  // armed from what was seen before the delivery.
+  const double first_delivery = firstDeliveryMs(*plan, baseline_end);
+  if (!waitUntilMs(std::min(baseline_end, first_delivery))) return Status::ok();
   baseline_ = {baseline_start, baseline_end};
-  FC_RETURN_IF_ERROR(armBusbwCondition(scenario, baseline_start, baseline_end));
+  FC_RETURN_IF_ERROR(
+      armBusbwCondition(scenario, baseline_start, std::min(baseline_end, msSinceOrigin())));
 
   setState(RunState::kInjecting);
   FC_RETURN_IF_ERROR(runFaultTimeline(*plan, baseline_end));
@@ -406,13 +411,15 @@ Status RunExecution::runFaultTimeline(const std::vector<PlannedAction>& plan, do
          ++i) {
       group.push_back(timeline[i].index);
     }
-    if (!waitUntilMs(first.at_ms)) return Status::ok();
+    // Agents that apply on schedule get their faults ahead of the instant (FaultTimeline).
+    const double lead_ms = first.apply ? timeline_.applyLeadMs(group, plan) : 0;
+    if (!waitUntilMs(first.at_ms - lead_ms)) return Status::ok();
     if (first.apply) {
       startWatching();
       if (stop_requested_) return Status::ok();  // a rank died before the first fault
       FC_RETURN_IF_ERROR(timeline_.apply(group, plan, first.at_ms));
       // A few ms late is every apply; the event is for what a reader of the timeline would notice.
-      const double in_force_ms = msSinceOrigin();
+      const double in_force_ms = timeline_.lastInForceMs();
       if (holdForPlannedLength(timeline, i, group, plan, in_force_ms) > 0 &&
           in_force_ms - first.at_ms >= kLateApplyEventMs) {
         event("fault_window_moved",
@@ -426,6 +433,21 @@ Status RunExecution::runFaultTimeline(const std::vector<PlannedAction>& plan, do
     }
   }
   return Status::ok();
+}
+
+double RunExecution::firstDeliveryMs(const std::vector<PlannedAction>& plan,
+                                     double baseline_end) const {
+  const std::vector<FaultInstant> instants = faultInstants(plan, baseline_end);
+  std::vector<size_t> group;
+  double at_ms = baseline_end;
+  for (const FaultInstant& instant : instants) {
+    if (!instant.apply) continue;
+    if (group.empty()) at_ms = instant.at_ms;
+    if (instant.at_ms != at_ms) break;
+    group.push_back(instant.index);
+  }
+  if (group.empty()) return baseline_end;
+  return at_ms - timeline_.applyLeadMs(group, plan);
 }
 
 double RunExecution::lastRevertMs(double fallback) const {

@@ -87,6 +87,9 @@ class RunExecution : public agent::WorkloadListener {
   core::Status runFaultTimeline(const std::vector<PlannedAction>& plan, double baseline_end);
   core::Status analyse(const Scenario& scenario, double baseline_start, double baseline_end,
                        double observe_end);
+  // When the first fault instant's deliveries must start (run-clock ms): its instant, less the lead
+  // its scheduling agents need; baseline_end when the plan applies nothing.
+  double firstDeliveryMs(const std::vector<PlannedAction>& plan, double baseline_end) const;
   double lastRevertMs(double fallback) const;
   // The run's switch telemetry, traffic faults' observations and, on an InfiniBand fabric, its
   // probes' events as stored so far, up to observe_end; what cannot be read is left out (and

@@ -146,6 +146,49 @@ TEST_F(AgentOverHttp, ApplyObserveRevertRoundTrip) {
   EXPECT_EQ(idle.value(), json({{"up", true}}));
 }
 
+// A scheduled fault: handed over ahead, applied by the agent's lease thread at the instant
+// (converted to the agent's clock), confirmed with when it came into force on ours.
+TEST_F(AgentOverHttp, AScheduledFaultIsAppliedByTheAgentAtItsInstantAndConfirmed) {
+  auto agent = remote();
+  ASSERT_TRUE(agent->appliesOnSchedule());
+  const auto fault = fakeFault("eth0");
+  ASSERT_TRUE(agent->captureFault(fault).isOk());
+  const int64_t at_ns = core::steadyNowNs() + 150'000'000;
+  ASSERT_TRUE(agent->scheduleFault(fault, at_ns).isOk());
+  EXPECT_TRUE(injector_->up("eth0"));  // held, not applied
+  EXPECT_EQ(service_->activeFaults(), 1u);
+  auto applied = agent->awaitScheduled(fault, at_ns + 5'000'000'000);
+  ASSERT_TRUE(applied.isOk()) << applied.status().toString();
+  EXPECT_FALSE(injector_->up("eth0"));
+  // One machine, one clock: the agent's record maps back to the instant or after it, give or
+  // take the offset estimate's error (half the best round trip on loopback).
+  EXPECT_GE(*applied, at_ns - 2'000'000);
+  ASSERT_TRUE(agent->revertFault(fault, json::object()).isOk());
+  EXPECT_TRUE(injector_->up("eth0"));
+  EXPECT_EQ(service_->activeFaults(), 0u);
+}
+
+TEST_F(AgentOverHttp, AScheduledFaultCancelledOrFailedLeavesTheHostAsItWas) {
+  auto agent = remote();
+  const auto fault = fakeFault("eth0");
+  ASSERT_TRUE(agent->captureFault(fault).isOk());
+  // Reverted before its instant: cancelled on the agent, never applied.
+  ASSERT_TRUE(agent->scheduleFault(fault, core::steadyNowNs() + 2'000'000'000).isOk());
+  ASSERT_TRUE(agent->revertFault(fault, json::object()).isOk());
+  EXPECT_EQ(service_->activeFaults(), 0u);
+  for (const auto& c : injector_->calls()) EXPECT_NE(c, "apply eth0");
+  // Failing at its instant: the confirmation carries the agent's error.
+  injector_->failApply(true);
+  const int64_t at_ns = core::steadyNowNs() + 50'000'000;
+  ASSERT_TRUE(agent->scheduleFault(fault, at_ns).isOk());
+  auto failed = agent->awaitScheduled(fault, at_ns + 5'000'000'000);
+  ASSERT_FALSE(failed.isOk());
+  EXPECT_NE(failed.status().message().find("injected apply failure"), std::string::npos)
+      << failed.status().toString();
+  EXPECT_TRUE(injector_->up("eth0"));
+  EXPECT_EQ(service_->activeFaults(), 0u);
+}
+
 TEST_F(AgentOverHttp, RefusalsAndAuthenticationFailuresAreClearErrors) {
   auto agent = remote();
   auto mgmt = agent->applyFault(fakeFault("eth1"));

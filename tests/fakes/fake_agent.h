@@ -155,6 +155,44 @@ class FakeAgent : public agent::Agent {
   // What observeFault answers, given the fault and the 1-based call count (set before the run).
   std::function<nlohmann::json(const injectors::Fault&, int)> observe_hook;
 
+  // true: behaves as a remote agent, which is handed its faults ahead of their instant and applies
+  // them by its own clock. Here awaitScheduled() waits for the instant, applies, and says when.
+  bool applies_on_schedule = false;
+  struct Delivery {
+    std::string ifname;
+    int64_t delivered_ns = 0;
+    int64_t at_ns = 0;
+  };
+  bool appliesOnSchedule() const override { return applies_on_schedule; }
+  core::Status scheduleFault(const injectors::Fault& fault, int64_t at_ns) override {
+    std::lock_guard lock(mu_);
+    log_.push_back("schedule " + ifnameOf(fault));
+    deliveries_.push_back({ifnameOf(fault), core::steadyNowNs(), at_ns});
+    scheduled_[key(fault)] = at_ns;
+    return core::Status::ok();
+  }
+  core::Result<int64_t> awaitScheduled(const injectors::Fault& fault, int64_t) override {
+    int64_t at_ns = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = scheduled_.find(key(fault));
+      if (it == scheduled_.end()) {
+        return core::Status(core::StatusCode::kFailedPrecondition, "not scheduled");
+      }
+      at_ns = it->second;
+      scheduled_.erase(it);
+    }
+    std::this_thread::sleep_until(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(at_ns)));
+    const int64_t applied_ns = core::steadyNowNs();
+    if (core::Status s = applyFault(fault); !s.isOk()) return s;
+    return applied_ns;
+  }
+  std::vector<Delivery> deliveries() {
+    std::lock_guard lock(mu_);
+    return deliveries_;
+  }
+
   core::Result<std::unique_ptr<agent::WorkloadHandle>> startWorkload(
       const std::vector<agent::RankSpec>& ranks, int64_t origin_ns,
       agent::WorkloadListener* listener) override {
@@ -254,6 +292,8 @@ class FakeAgent : public agent::Agent {
   std::set<std::string> active_;
   std::vector<std::string> log_;
   std::vector<agent::RankSpec> started_ranks_;
+  std::map<std::string, int64_t> scheduled_;  // fault key -> instant
+  std::vector<Delivery> deliveries_;
 };
 
 }  // namespace fabric_chaos::testing
