@@ -109,7 +109,7 @@ core::Result<FaultTimeline::Pattern*> FaultTimeline::patternFor(const PlannedAct
   const injectors::Fault fault = faultFor(action);
   const int64_t capture_started_ns = deps_.clock->nowNs();
   auto prior = (*agent)->captureFault(fault);
-  if ((*agent)->appliesOnSchedule()) timedRemoteCall(capture_started_ns, 1);
+  if ((*agent)->appliesOnSchedule()) timedCapture(capture_started_ns);
   if (!prior.isOk()) {
     return prior.status().withContext("reading state before " + action.kind + " on " +
                                       describeTarget(action.target));
@@ -267,7 +267,7 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
     const int64_t started_ns = deps_.clock->nowNs();
     const std::vector<Status> results = runEach(
         on_schedule, [&](size_t i) { return agentOf(i)->scheduleFault(faultOf(i), at_ns); });
-    timedRemoteCall(started_ns, on_schedule.size());
+    timedDelivery(started_ns, on_schedule.size());
     for (size_t k = 0; k < on_schedule.size(); ++k) {
       outcomes[on_schedule[k]].status = results[k];
       if (results[k].isOk()) delivered.push_back(on_schedule[k]);
@@ -304,19 +304,38 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   return outcomes;
 }
 
-void FaultTimeline::timedRemoteCall(int64_t started_ns, size_t calls_in_parallel) {
+namespace {
+// Up quickly, down slowly: a lead too short makes faults late, one too long only waits.
+void followTimings(double& estimate, double measured) {
+  const double weight = measured > estimate ? 0.5 : 0.1;
+  estimate += weight * (measured - estimate);
+}
+}  // namespace
+
+void FaultTimeline::timedCapture(int64_t started_ns) {
+  const double ms = static_cast<double>(deps_.clock->nowNs() - started_ns) / 1e6;
+  if (capture_ms_ == 0) {
+    capture_ms_ = ms;
+  } else {
+    followTimings(capture_ms_, ms);
+  }
+}
+
+void FaultTimeline::timedDelivery(int64_t started_ns, size_t parallel) {
   const double width = static_cast<double>(calls_.workers() + 1);
-  const double waves =
-      std::ceil(static_cast<double>(std::max<size_t>(1, calls_in_parallel)) / width);
+  const double waves = std::ceil(static_cast<double>(std::max<size_t>(1, parallel)) / width);
   const double per_call_ms = static_cast<double>(deps_.clock->nowNs() - started_ns) / 1e6 / waves;
-  if (!remote_call_timed_) {
-    remote_call_ms_ = per_call_ms;
-    remote_call_timed_ = true;
+  if (!delivery_timed_) {
+    delivery_ms_ = std::max(per_call_ms, deliveryCallMs() / 2);
+    delivery_timed_ = true;
     return;
   }
-  // Up quickly, down slowly: a lead too short makes faults late, one too long only waits.
-  const double weight = per_call_ms > remote_call_ms_ ? 0.5 : 0.1;
-  remote_call_ms_ += weight * (per_call_ms - remote_call_ms_);
+  followTimings(delivery_ms_, per_call_ms);
+}
+
+double FaultTimeline::deliveryCallMs() const {
+  if (delivery_timed_) return delivery_ms_;
+  return std::max(kUntimedDeliveryMs, 2 * capture_ms_);
 }
 
 double FaultTimeline::applyLeadMs(const std::vector<size_t>& indices,
@@ -330,11 +349,11 @@ double FaultTimeline::applyLeadMs(const std::vector<size_t>& indices,
     }
   }
   if (scheduled == 0) return 0;
-  // The deliveries go out calls_.workers() + 1 at a time; twice their expected time, plus a
-  // margin for the first call of a wave and the agents' timers.
+  // The deliveries go out calls_.workers() + 1 at a time; three times their expected time, plus
+  // a margin for the agents' timers and the run thread's own wake-up.
   const double width = static_cast<double>(calls_.workers() + 1);
   const double waves = std::ceil(static_cast<double>(scheduled) / width);
-  return std::clamp(kMinLeadMs + 2 * waves * remote_call_ms_, kMinLeadMs, kMaxLeadMs);
+  return std::clamp(kMinLeadMs + 3 * waves * deliveryCallMs(), kMinLeadMs, kMaxLeadMs);
 }
 
 void FaultTimeline::revert(const std::vector<size_t>& indices, const std::string& why,

@@ -81,7 +81,9 @@ class FaultTimeline {
   // agent in time, from the calls this timeline has timed (prepare's captures, earlier deliveries).
   double applyLeadMs(const std::vector<size_t>& indices,
                      const std::vector<PlannedAction>& plan) const;
-  static constexpr double kMinLeadMs = 50;
+  // A fault handed out early costs nothing (the agent holds it; a revert cancels it), one handed
+  // out late is applied on arrival, out of step with the rest: the lead errs on the long side.
+  static constexpr double kMinLeadMs = 100;
   static constexpr double kMaxLeadMs = 5000;
   // When the latest apply of the last apply() came into force (run-clock ms): the agent's own
   // record for scheduled ones, the call's return for the others.
@@ -151,8 +153,11 @@ class FaultTimeline {
     bool scheduled = false;
   };
   std::vector<Outcome> callAgents(const std::vector<Call>& calls, double scheduled_ms);
-  // Times one call to a scheduling agent, for applyLeadMs().
-  void timedRemoteCall(int64_t started_ns, size_t calls_in_parallel);
+  // Times calls to scheduling agents, for applyLeadMs(): prepare's captures (one at a time) until
+  // the first delivery, the deliveries (`parallel` at once) from then on.
+  void timedCapture(int64_t started_ns);
+  void timedDelivery(int64_t started_ns, size_t parallel);
+  double deliveryCallMs() const;
 
   std::string stackKey(const PlannedAction& action) const;
   std::string patternKey(const PlannedAction& action) const;
@@ -173,10 +178,13 @@ class FaultTimeline {
   uint64_t next_seq_ = 1;
   std::map<int, std::pair<double, double>> windows_;
   double last_in_force_ms_ = 0;
-  // One call to a scheduling agent, as timed so far (ms): what applyLeadMs() plans with.
-  double remote_call_ms_ = kUntimedRemoteCallMs;
-  bool remote_call_timed_ = false;
-  static constexpr double kUntimedRemoteCallMs = 20;
+  // One call to a scheduling agent as timed so far (ms). A delivery costs more than a capture (the
+  // agent captures, journals with an fsync and answers), so before the first one is timed a
+  // delivery is taken as twice a capture, and at least kUntimedDeliveryMs.
+  double capture_ms_ = 0;
+  double delivery_ms_ = 0;
+  bool delivery_timed_ = false;
+  static constexpr double kUntimedDeliveryMs = 20;
   std::atomic<int> active_count_{0};
   ConcurrentCalls calls_;  // last: its workers stop before the rest goes
 };
