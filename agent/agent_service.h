@@ -21,72 +21,16 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/host_probe.h"
+#include "agent/report_buffer.h"
+#include "agent/target_allowlist.h"
 #include "core/http_message.h"
 #include "core/status.h"
 
 namespace fabric_chaos::agent {
 
-// What /info says about the host. The real probe reads sysfs, getifaddrs and uname; tests point it
-// at a directory tree shaped like /sys.
-struct NetdevInfo {
-  std::string name;
-  std::string address;  // first IPv4 address, else first IPv6, else ""
-  std::string mac;
-  std::string operstate;
-  int mtu = 0;
-};
-
-struct RdmaPortInfo {
-  std::string name;  // "rxe0", "mlx5_0"
-  int port = 1;
-  std::string state;   // "4: ACTIVE"
-  std::string gid;     // gids/0
-  std::string netdev;  // gid_attrs/ndevs/0, "" when the kernel does not say
-};
-
-class HostProbe {
- public:
-  virtual ~HostProbe() = default;
-  virtual std::string hostname() = 0;
-  virtual std::string kernelRelease() = 0;
-  virtual std::vector<NetdevInfo> netdevs() = 0;
-  virtual std::vector<RdmaPortInfo> rdmaPorts() = 0;
-};
-
-// sys_root is "/sys" on a real host; a missing directory or file is an empty answer, not an error.
-std::unique_ptr<HostProbe> makeSystemHostProbe(std::string sys_root = "/sys");
-
-// The interface holding the default route in the text of /proc/net/route (lowest metric wins);
-// "" when there is none.
-std::string defaultRouteInterface(const std::string& proc_net_route);
-
 // Token comparison whose time does not depend on where the strings differ.
 bool constantTimeEquals(std::string_view a, std::string_view b);
-
-inline constexpr std::string_view kRestartWithAllow = "restart the agent with --allow to change it";
-
-// The netdev an RDMA port sends through (RoCE, iWARP): "eth0" for rxe0 port 1. kNotFound for an
-// unknown device or port; "" for a port without one (native InfiniBand).
-using RdmaNetdevLookup =
-    std::function<core::Result<std::string>(const injectors::RdmaPortTarget& port)>;
-
-// Whether a fault may touch target: the management interfaces (in the agent's own namespace) never,
-// otherwise anything when `allowed` is empty (nothing when !empty_allows_any: the agent embedded in
-// serve, whose list comes from the registered fabrics), else only a listed "ifname" (agent's own
-// namespace) or "netns/ifname". kPermissionDenied says which rule refused and ends with `remedy`.
-// The list names interfaces: a traffic set is allowed when each of its endpoints is, and an RDMA
-// port when its netdev (found through `rdma_netdev`, in the agent's own namespace, where RDMA
-// devices live) is: a device fault changes that netdev's state, addresses or MTU, or takes away
-// the device on it. IB ports and subnet managers are listed by their lock key
-// (injectors/model/target.h lockKeys). Processes are always allowed: the verbs kinds act only on
-// programs that loaded the verbs fault library into this agent's own socket directory. An RDMA
-// port without `rdma_netdev`, or whose port has no netdev, is refused naming the reason.
-core::Status checkTargetAllowed(const injectors::Target& target,
-                                const std::vector<std::string>& allowed,
-                                const std::vector<std::string>& management,
-                                bool empty_allows_any = true,
-                                std::string_view remedy = kRestartWithAllow,
-                                const RdmaNetdevLookup& rdma_netdev = {});
 
 struct AgentServiceOptions {
   std::string token;  // required: a request without "Authorization: Bearer <token>" gets 401
@@ -106,74 +50,6 @@ struct AgentServiceOptions {
   size_t max_batch_entries = 5000;        // per long-poll answer
   int max_wait_ms = 10000;                // long-poll cap
   size_t retained_finished_workloads = 8;
-};
-
-// The WorkloadListener behind one agent-side workload: keeps what the ranks report, numbered,
-// until the controller long-polls it. Times are kept as the ranks wrote them, steady-clock ns minus
-// the workload's origin_ns (0: the agent's raw CLOCK_MONOTONIC). Samples and events beyond
-// `capacity` push out the oldest, which the next reader learns from a "reports_dropped" event; rank
-// exits are never dropped. Thread-safe.
-class ReportBuffer : public WorkloadListener {
- public:
-  ReportBuffer(int64_t origin_ns, int ranks, size_t capacity);
-
-  void onSamples(const std::vector<core::Sample>& samples) override;
-  void onEvent(int rank, double t_ms, const std::string& kind,
-               const nlohmann::json& detail) override;
-  void onRankExit(int rank, int exit_code) override;
-
-  struct Batch {
-    int64_t next = 0;  // pass as `after` to get what follows
-    nlohmann::json samples =
-        nlohmann::json::array();  // [[rank, iteration, start_ns, dur_ns, bytes]]
-    nlohmann::json events = nlohmann::json::array();  // [{"rank", "t_ns", "kind", "detail"}]
-    nlohmann::json exits = nlohmann::json::array();   // [{"rank", "code"}]
-    int running = 0;                                  // ranks that have not exited
-    bool complete = false;  // every rank has exited (or the workload was stopped) and nothing is
-                            // left after `next`
-    int64_t dropped_total = 0;
-  };
-  // Everything after sequence number `after` (at most max_entries samples and events), waiting up
-  // to wait_ms for something to arrive when there is nothing yet.
-  Batch fetch(int64_t after, size_t max_entries, int wait_ms);
-  // The workload's handle has stopped: every report is in, nothing more will come.
-  void markStopped();
-  // Wakes every waiting fetch for good (agent shutdown).
-  void close();
-  bool complete() const;
-
- private:
-  struct Entry {
-    int64_t seq = 0;
-    bool is_event = false;
-    int rank = 0;
-    int64_t iteration = 0;  // samples
-    int64_t t_ns = 0;       // sample start or event time
-    int64_t duration_ns = 0;
-    int64_t bytes = 0;
-    std::string kind;  // events
-    nlohmann::json detail;
-  };
-  struct Exit {
-    int64_t seq = 0;
-    int rank = 0;
-    int code = 0;
-  };
-  void pushLocked(Entry entry);
-  int64_t exitsBetweenLocked(int64_t after, int64_t through) const;
-
-  const int64_t origin_ns_;
-  const int ranks_;
-  const size_t capacity_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Entry> entries_;
-  std::vector<Exit> exits_;
-  int64_t last_seq_ = 0;
-  int64_t evicted_through_seq_ = 0;  // every sample/event up to here has been dropped
-  int64_t dropped_total_ = 0;
-  bool stopped_ = false;
-  bool closed_ = false;
 };
 
 class AgentService {
