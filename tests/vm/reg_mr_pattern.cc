@@ -34,9 +34,12 @@ int main(int argc, char** argv) {
   std::vector<char> buffer(1 << 16);
   std::string pattern;
   int first_errno = 0;
+  // An int, not the enumerator: verbs.h's ibv_reg_mr macro ORs it with another enum type, which
+  // C++20 deprecates (clang's -Wdeprecated-enum-enum-conversion).
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
   for (int i = 0; i < count; ++i) {
     errno = 0;
-    ibv_mr* mr = ibv_reg_mr(pd, buffer.data(), buffer.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* mr = ibv_reg_mr(pd, buffer.data(), buffer.size(), kAccess);
     pattern += mr != nullptr ? 'y' : 'n';
     if (mr == nullptr && first_errno == 0) first_errno = errno;
     if (mr != nullptr) ibv_dereg_mr(mr);
