@@ -146,6 +146,24 @@ class Agent {
     (void)deadline_ns;
     return core::Status(core::StatusCode::kNotSupported, "this agent applies faults only at once");
   }
+  // Scheduled reverts, likewise: `scheduleRevert` hands over the instant (our CLOCK_MONOTONIC) at
+  // which the agent is to observe and revert an applied fault, `awaitReverted` waits, until
+  // `deadline_ns` at most, for it to be done, and says when (our clock) and what was observed.
+  struct RevertedFault {
+    int64_t reverted_at_ns = 0;
+    nlohmann::json observed = nlohmann::json::object();
+  };
+  virtual core::Status scheduleRevert(const injectors::Fault& fault, int64_t at_ns) {
+    (void)fault;
+    (void)at_ns;
+    return core::Status(core::StatusCode::kNotSupported, "this agent reverts faults only at once");
+  }
+  virtual core::Result<RevertedFault> awaitReverted(const injectors::Fault& fault,
+                                                    int64_t deadline_ns) {
+    (void)fault;
+    (void)deadline_ns;
+    return core::Status(core::StatusCode::kNotSupported, "this agent reverts faults only at once");
+  }
   // The host's RDMA ports' hardware counters, read now (sys::RdmaDevices::hwCounters): empty on a
   // host without RDMA. What a run samples as its RDMA telemetry, so it must stay cheap.
   virtual core::Result<std::vector<sys::RdmaPortCounters>> rdmaCounters() = 0;

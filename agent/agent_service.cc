@@ -217,6 +217,7 @@ void AgentService::leaseLoop() {
     if (schedule_changed_) continue;  // an earlier instant may have arrived
     lock.unlock();
     applyDue();
+    revertDue();
     const int64_t now = core::steadyNowNs();
     if (now >= next_check_ns) {
       expireLeases();
@@ -230,10 +231,66 @@ int64_t AgentService::nextScheduledNs() const {
   std::lock_guard lock(fault_mu_);
   int64_t next = 0;
   for (const auto& [id, active] : faults_) {
-    if (active.phase != FaultPhase::kScheduled) continue;
-    if (next == 0 || active.apply_at_ns < next) next = active.apply_at_ns;
+    const int64_t at =
+        active.phase == FaultPhase::kScheduled ? active.apply_at_ns : active.revert_at_ns;
+    if (at != 0 && (next == 0 || at < next)) next = at;
   }
   return next;
+}
+
+namespace {
+// Keeps `map` to the last kRecentPriors ids given in `order`.
+template <typename Value>
+void rememberBounded(std::map<std::string, Value>& map, std::vector<std::string>& order,
+                     const std::string& id, Value value) {
+  if (map.count(id) == 0) order.push_back(id);
+  map[id] = std::move(value);
+  while (order.size() > kRecentPriors) {
+    map.erase(order.front());
+    order.erase(order.begin());
+  }
+}
+}  // namespace
+
+int AgentService::revertDue() {
+  std::lock_guard lock(fault_mu_);
+  const int64_t now = core::steadyNowNs();
+  std::vector<std::string> due;  // oldest first
+  for (auto it = faults_.rbegin(); it != faults_.rend(); ++it) {
+    const ActiveFault& active = it->second;
+    if (active.phase == FaultPhase::kApplied && active.revert_at_ns != 0 &&
+        active.revert_at_ns <= now) {
+      due.push_back(it->first);
+    }
+  }
+  int reverted = 0;
+  for (const std::string& id : due) {
+    ActiveFault& active = faults_.at(id);
+    json observed = json::object();
+    if (auto o = agent_.observeFault(active.fault); o.isOk()) observed = o.value();
+    const int64_t late_ns = core::steadyNowNs() - active.revert_at_ns;
+    Status status = revertLocked(
+        active, "its scheduled instant, " + std::to_string(late_ns / 1000) + " us late");
+    if (!status.isOk()) {
+      // The controller hears it on its next GET and reverts the usual way; the lease still
+      // bounds the fault if it does not.
+      active.revert_at_ns = 0;
+      active.revert_error =
+          status.withContext("reverting " + injectors::describe(active.fault)).message();
+      core::logError("agent: scheduled revert of " + id + " failed: " + active.revert_error);
+      continue;
+    }
+    rememberBounded(reverted_schedules_, reverted_order_, id,
+                    RevertedRecord{core::steadyNowNs(), std::move(observed)});
+    faults_.erase(id);
+    ++reverted;
+  }
+  if (reverted > 0) {
+    if (Status s = persistLocked(); !s.isOk()) {
+      core::logError("agent: cannot rewrite the journal: " + s.toString());
+    }
+  }
+  return reverted;
 }
 
 int AgentService::applyDue() {
@@ -263,12 +320,7 @@ int AgentService::applyDue() {
     const std::string error =
         status.withContext("applying " + injectors::describe(active.fault)).message();
     core::logError("agent: scheduled " + id + " failed: " + error);
-    if (failed_schedules_.count(id) == 0) failed_order_.push_back(id);
-    failed_schedules_[id] = error;
-    while (failed_order_.size() > kRecentPriors) {
-      failed_schedules_.erase(failed_order_.front());
-      failed_order_.erase(failed_order_.begin());
-    }
+    rememberBounded(failed_schedules_, failed_order_, id, error);
     // It may be half-applied: put back what was there, or leave it to the lease manager.
     if (Status r = agent_.revertFault(active.fault, active.prior); !r.isOk()) {
       core::logError("agent: and so did the revert: " + r.toString() +
@@ -300,6 +352,8 @@ json AgentService::faultStateLocked(const ActiveFault& active) const {
     doc["state"] = "applied";
     doc["applied_at_ns"] = active.applied_at_ns;
   }
+  if (active.revert_at_ns != 0) doc["revert_at_ns"] = active.revert_at_ns;
+  if (!active.revert_error.empty()) doc["revert_error"] = active.revert_error;
   return doc;
 }
 
@@ -599,6 +653,9 @@ HttpResponse AgentService::route(const HttpRequest& request) {
     if (n == 3 && parts[2] == "renew") {
       return method == "POST" ? renewFault(parts[1], request.body) : notAllowed("POST");
     }
+    if (n == 3 && parts[2] == "revert-at") {
+      return method == "POST" ? scheduleRevert(parts[1], request.body) : notAllowed("POST");
+    }
   }
   if (n == 2 && parts[0] == "rdma" && parts[1] == "counters") {
     return method == "GET" ? rdmaCounters() : notAllowed("GET");
@@ -814,6 +871,42 @@ HttpResponse AgentService::renewFault(const std::string& id, const std::string& 
                             {"lease_deadline_ns", it->second.lease_deadline_ns}});
 }
 
+HttpResponse AgentService::scheduleRevert(const std::string& id, const std::string& body) {
+  auto doc = parseBody(body);
+  if (!doc.isOk()) return errorResponse(doc.status());
+  if (Status s = onlyFields(*doc, {"revert_at_ns"}); !s.isOk()) return errorResponse(s);
+  auto revert_at_ns = intField(*doc, "revert_at_ns", 0, std::numeric_limits<int64_t>::max(), -1);
+  if (!revert_at_ns.isOk()) return errorResponse(revert_at_ns.status());
+  if (*revert_at_ns < 0) return errorResponse(invalid("revert_at_ns", "is required"));
+  const int64_t now = core::steadyNowNs();
+  if (*revert_at_ns - now > options_.max_schedule_ahead_ms * 1000000) {
+    return errorResponse(invalid(
+        "revert_at_ns", "is " + std::to_string((*revert_at_ns - now) / 1000000) +
+                            " ms ahead of this agent's clock; at most " +
+                            std::to_string(options_.max_schedule_ahead_ms) + " ms is accepted"));
+  }
+  json answer;
+  {
+    std::lock_guard lock(fault_mu_);
+    auto it = faults_.find(id);
+    if (it == faults_.end()) {
+      return errorResponse(
+          Status(StatusCode::kNotFound, "no active fault " + id + " (already reverted?)"));
+    }
+    // An instant already past is taken as "now": the lease thread reverts it on waking.
+    it->second.revert_at_ns = std::max<int64_t>(*revert_at_ns, 1);
+    it->second.revert_error.clear();
+    answer = faultStateLocked(it->second);
+    answer.erase("prior");
+  }
+  {
+    std::lock_guard wake(lease_mu_);
+    schedule_changed_ = true;
+  }
+  lease_cv_.notify_all();
+  return jsonResponse(202, answer);
+}
+
 HttpResponse AgentService::getFault(const std::string& id, const std::string& query) {
   const auto params = parseQuery(query);
   auto observe = queryInt(params, "observe", 0, 1, 1);
@@ -821,6 +914,13 @@ HttpResponse AgentService::getFault(const std::string& id, const std::string& qu
   std::lock_guard lock(fault_mu_);
   auto it = faults_.find(id);
   if (it == faults_.end()) {
+    if (auto done = reverted_schedules_.find(id); done != reverted_schedules_.end()) {
+      // Reverted at its scheduled instant.
+      return jsonResponse(200, {{"id", id},
+                                {"state", "reverted"},
+                                {"reverted_at_ns", done->second.reverted_at_ns},
+                                {"observed", done->second.observed}});
+    }
     if (auto failed = failed_schedules_.find(id); failed != failed_schedules_.end()) {
       // Its instant came and the apply failed: nothing of it is left on the host.
       return jsonResponse(200, {{"id", id}, {"state", "failed"}, {"error", failed->second}});

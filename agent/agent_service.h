@@ -78,6 +78,10 @@ class AgentService {
   // the earliest one). Returns how many came into force; one that fails is put back as it was,
   // dropped, and its error kept for the controller's GET.
   int applyDue();
+  // Reverts, oldest first, every applied fault whose scheduled revert (POST
+  // /faults/{id}/revert-at) has come, observing it just before. Returns how many were reverted;
+  // one that fails stays, with its error for the controller's GET.
+  int revertDue();
 
   // Refuses new work (503), wakes long polls, stops the workloads (grace_ms each) and reverts every
   // active fault. Returns the number of faults that could not be reverted. Idempotent.
@@ -99,6 +103,13 @@ class AgentService {
     FaultPhase phase = FaultPhase::kApplied;
     int64_t apply_at_ns = 0;    // kScheduled: when to apply (CLOCK_MONOTONIC)
     int64_t applied_at_ns = 0;  // kApplied: when the injector returned
+    int64_t revert_at_ns = 0;   // a scheduled revert's instant; 0 = none
+    std::string revert_error;   // why the scheduled revert failed (the fault stays)
+  };
+  // A fault reverted at its scheduled instant: what GET /faults/{id} answers afterwards.
+  struct RevertedRecord {
+    int64_t reverted_at_ns = 0;
+    nlohmann::json observed;
   };
   struct Workload;
 
@@ -109,6 +120,7 @@ class AgentService {
   core::HttpResponse listFaults();
   core::HttpResponse applyFault(const std::string& body);
   core::HttpResponse renewFault(const std::string& id, const std::string& body);
+  core::HttpResponse scheduleRevert(const std::string& id, const std::string& body);
   core::HttpResponse getFault(const std::string& id, const std::string& query);
   core::HttpResponse deleteFault(const std::string& id);
   core::HttpResponse revertByDescription(const std::string& body);
@@ -124,7 +136,7 @@ class AgentService {
   core::Status persistLocked();
   // The answer to an apply: what the controller needs to renew, revert and confirm it.
   nlohmann::json faultStateLocked(const ActiveFault& active) const;
-  // The earliest scheduled apply, or 0 when none is pending.
+  // The earliest scheduled apply or revert, or 0 when none is pending.
   int64_t nextScheduledNs() const;
   void rememberPriorLocked(const injectors::Fault& fault, const nlohmann::json& prior);
   std::shared_ptr<Workload> findWorkload(const std::string& id);
@@ -148,6 +160,9 @@ class AgentService {
   // Scheduled applies that failed at their instant, by id: what GET /faults/{id} answers.
   std::map<std::string, std::string> failed_schedules_;
   std::vector<std::string> failed_order_;
+  // Faults reverted at their scheduled instant, by id, likewise.
+  std::map<std::string, RevertedRecord> reverted_schedules_;
+  std::vector<std::string> reverted_order_;
 
   std::mutex workload_mu_;
   std::map<std::string, std::shared_ptr<Workload>> workloads_;

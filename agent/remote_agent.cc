@@ -376,6 +376,13 @@ class RemoteAgent : public Agent {
     return Status::ok();
   }
 
+  // The agent's id for a fault this controller applied or scheduled; "" when there is none.
+  std::string idOf(const injectors::Fault& fault) {
+    std::lock_guard lock(mu_);
+    auto it = faults_.find(injectors::faultKey(fault));
+    return it != faults_.end() ? it->second : std::string();
+  }
+
   bool appliesOnSchedule() const override { return true; }
 
   Status scheduleFault(const injectors::Fault& fault, int64_t at_ns) override {
@@ -411,12 +418,7 @@ class RemoteAgent : public Agent {
 
   core::Result<int64_t> awaitScheduled(const injectors::Fault& fault,
                                        int64_t deadline_ns) override {
-    std::string id;
-    {
-      std::lock_guard lock(mu_);
-      auto it = faults_.find(injectors::faultKey(fault));
-      if (it != faults_.end()) id = it->second;
-    }
+    const std::string id = idOf(fault);
     if (id.empty()) {
       return Status(StatusCode::kFailedPrecondition,
                     injectors::describe(fault) + " was not scheduled on " + connection_->url());
@@ -447,6 +449,68 @@ class RemoteAgent : public Agent {
                                                 ", state " + state + ") by the deadline");
       }
       // Still waiting for its instant (our clock ahead of the estimate, or a slow agent timer).
+      std::this_thread::sleep_for(std::chrono::nanoseconds(
+          std::min<int64_t>(deadline_ns - now, int64_t{kConfirmRetryMs} * 1000000)));
+    }
+  }
+
+  Status scheduleRevert(const injectors::Fault& fault, int64_t at_ns) override {
+    const std::string id = idOf(fault);
+    auto remote_at = connection_->toRemoteNs(at_ns);
+    if (id.empty() || !remote_at) {
+      return Status(StatusCode::kFailedPrecondition,
+                    injectors::describe(fault) + " has no id or clock on " + connection_->url() +
+                        " to schedule its revert with");
+    }
+    json body = {{"revert_at_ns", std::max<int64_t>(0, *remote_at)}};
+    auto answer = connection_->call("POST", "/agent/v1/faults/" + id + "/revert-at", &body,
+                                    connection_->options().act_timeout_ms);
+    if (!answer.isOk()) {
+      return answer.status().withContext("scheduling the revert of " + injectors::describe(fault));
+    }
+    return Status::ok();
+  }
+
+  core::Result<RevertedFault> awaitReverted(const injectors::Fault& fault,
+                                            int64_t deadline_ns) override {
+    const std::string id = idOf(fault);
+    if (id.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    injectors::describe(fault) + " is not held on " + connection_->url());
+    }
+    auto forget = [&] {
+      std::lock_guard lock(mu_);
+      faults_.erase(injectors::faultKey(fault));  // no more renewals
+    };
+    while (true) {
+      auto answer = connection_->call("GET", "/agent/v1/faults/" + id + "?observe=0");
+      if (!answer.isOk() && answer.status().code() == StatusCode::kNotFound) {
+        // Gone without a record of its scheduled revert (its lease ran out, or the record was
+        // pushed out): reverted all the same.
+        forget();
+        return RevertedFault{core::steadyNowNs(), json::object()};
+      }
+      if (!answer.isOk()) {
+        return answer.status().withContext("confirming the revert of " +
+                                           injectors::describe(fault));
+      }
+      if (answer->value("state", "") == "reverted") {
+        forget();
+        RevertedFault done;
+        done.reverted_at_ns = connection_->toLocalNs(answer->value("reverted_at_ns", int64_t{0}));
+        if (answer->contains("observed")) done.observed = answer->at("observed");
+        return done;
+      }
+      if (answer->contains("revert_error")) {
+        // Still held: the caller's revert (DELETE by id) is the retry.
+        return Status(StatusCode::kInternal, answer->value("revert_error", ""));
+      }
+      const int64_t now = core::steadyNowNs();
+      if (now >= deadline_ns) {
+        return Status(StatusCode::kTimeout, "agent " + connection_->url() + " had not reverted " +
+                                                injectors::describe(fault) + " (" + id +
+                                                ") by the deadline");
+      }
       std::this_thread::sleep_for(std::chrono::nanoseconds(
           std::min<int64_t>(deadline_ns - now, int64_t{kConfirmRetryMs} * 1000000)));
     }

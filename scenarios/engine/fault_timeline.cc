@@ -222,6 +222,9 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
     Pattern& pattern = patterns_.at(stacks_.at(calls[i].stack).pattern);
     json detail = detailOf(action);
     detail["delivery"] = outcomes[i].scheduled ? "scheduled" : "at_once";
+    // How far ahead of its instant the agent had it: negative, it came late and was applied on
+    // arrival, out of step with the others.
+    if (outcomes[i].scheduled) detail["ahead_ms"] = scheduled_ms - outcomes[i].delivered_ms;
     if (!outcomes[i].status.isOk()) {
       // Half-applied, perhaps: the stack stays so that revertAll() takes it back.
       fail(action, std::move(detail), outcomes[i].status);
@@ -265,8 +268,11 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   std::vector<size_t> delivered;
   if (!on_schedule.empty()) {
     const int64_t started_ns = deps_.clock->nowNs();
-    const std::vector<Status> results = runEach(
-        on_schedule, [&](size_t i) { return agentOf(i)->scheduleFault(faultOf(i), at_ns); });
+    const std::vector<Status> results = runEach(on_schedule, [&](size_t i) {
+      Status s = agentOf(i)->scheduleFault(faultOf(i), at_ns);
+      outcomes[i].delivered_ms = msNow();
+      return s;
+    });
     timedDelivery(started_ns, on_schedule.size());
     for (size_t k = 0; k < on_schedule.size(); ++k) {
       outcomes[on_schedule[k]].status = results[k];
@@ -338,8 +344,8 @@ double FaultTimeline::deliveryCallMs() const {
   return std::max(kUntimedDeliveryMs, 2 * capture_ms_);
 }
 
-double FaultTimeline::applyLeadMs(const std::vector<size_t>& indices,
-                                  const std::vector<PlannedAction>& plan) const {
+double FaultTimeline::leadMs(const std::vector<size_t>& indices,
+                             const std::vector<PlannedAction>& plan) const {
   size_t scheduled = 0;
   for (size_t index : indices) {
     auto it = patterns_.find(patternKey(plan[index]));
@@ -359,19 +365,27 @@ double FaultTimeline::applyLeadMs(const std::vector<size_t>& indices,
 void FaultTimeline::revert(const std::vector<size_t>& indices, const std::string& why,
                            double scheduled_ms, bool urgent) {
   std::vector<std::string> to_restore;
+  std::map<std::string, std::vector<int>> ending;  // stack to restore -> the steps it ends
+  auto closeWindow = [&](int step, double t) {
+    if (auto window = windows_.find(step); window != windows_.end()) {
+      window->second.second = std::max(window->second.second, t);
+    }
+  };
+  // Called ahead of a scheduled instant (leadMs), a step whose resource stays held still
+  // ends at the instant.
+  const double instant_ms = scheduled_ms >= 0 ? std::max(msNow(), scheduled_ms) : msNow();
   for (size_t index : indices) {
     std::string key;
     Stack* stack = holding(index, &key);
     if (stack == nullptr) continue;
     const int step = stack->members[index];
     stack->members.erase(index);
-    if (auto window = windows_.find(step); window != windows_.end()) {
-      window->second.second = std::max(window->second.second, msNow());
-    }
     if (stack->members.empty()) {
       to_restore.push_back(key);
+      ending[key].push_back(step);
       continue;
     }
+    closeWindow(step, instant_ms);
     // Another fault still holds the resource: its state stays until the last one ends.
     std::vector<int> held_by;
     for (const auto& [i, s] : stack->members) held_by.push_back(s);
@@ -384,35 +398,101 @@ void FaultTimeline::revert(const std::vector<size_t>& indices, const std::string
     if (scheduled_ms >= 0) detail["scheduled_ms"] = scheduled_ms;
     event("fault_reverted", std::move(detail));
   }
-  restore(to_restore, why, scheduled_ms, urgent);
+  const std::map<std::string, double> ended = restore(to_restore, why, scheduled_ms, urgent);
+  for (const auto& [key, steps] : ending) {
+    for (int step : steps) closeWindow(step, ended.at(key));
+  }
 }
 
-void FaultTimeline::restore(const std::vector<std::string>& keys, const std::string& why,
-                            double scheduled_ms, bool urgent) {
-  if (keys.empty()) return;
+std::map<std::string, double> FaultTimeline::restore(const std::vector<std::string>& keys,
+                                                     const std::string& why, double scheduled_ms,
+                                                     bool urgent) {
+  std::map<std::string, double> ended;
+  if (keys.empty()) return ended;
   std::vector<json> observed(keys.size(), json::object());
-  std::vector<std::function<Status()>> calls;
+  std::vector<Status> results(keys.size());
+  std::vector<double> restored_ms(keys.size(), 0);
+  std::vector<bool> on_schedule(keys.size(), false);
+  auto stackOf = [&](size_t i) -> const Stack& { return stacks_.at(keys[i]); };
+  auto patternOf = [&](size_t i) -> const Pattern& { return patterns_.at(stackOf(i).pattern); };
+  auto runEach = [&](const std::vector<size_t>& which, const std::function<Status(size_t)>& call) {
+    std::vector<std::function<Status()>> batch;
+    batch.reserve(which.size());
+    for (size_t i : which) batch.push_back([&call, i] { return call(i); });
+    const std::vector<Status> statuses = calls_.run(batch);
+    for (size_t k = 0; k < which.size(); ++k) results[which[k]] = statuses[k];
+  };
+
+  // 1. A planned revert on agents that revert on schedule: hand them the instant first. Urgent
+  //    reverts (a stop, the run's end) and retries go out at once.
+  std::vector<size_t> scheduled;
+  std::vector<size_t> at_once;
+  const bool plannable = scheduled_ms >= 0 && !urgent;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const Stack& stack = stacks_.at(keys[i]);
-    const Pattern& pattern = patterns_.at(stack.pattern);
-    json* seen = &observed[i];
-    calls.push_back([&stack, &pattern, seen, urgent] {
-      if (!urgent) {
-        if (auto o = pattern.agent->observeFault(stack.fault); o.isOk()) *seen = o.value();
-      }
-      return pattern.agent->revertFault(stack.fault, pattern.prior);
-    });
+    (plannable && patternOf(i).agent->appliesOnSchedule() ? scheduled : at_once).push_back(i);
   }
-  const std::vector<Status> results = calls_.run(calls);
+  const int64_t at_ns = deps_.origin_ns + static_cast<int64_t>(scheduled_ms * 1e6);
+  if (!scheduled.empty()) {
+    const int64_t started_ns = deps_.clock->nowNs();
+    runEach(scheduled,
+            [&](size_t i) { return patternOf(i).agent->scheduleRevert(stackOf(i).fault, at_ns); });
+    timedDelivery(started_ns, scheduled.size());
+    std::vector<size_t> held;
+    for (size_t i : scheduled) {
+      if (results[i].isOk()) {
+        held.push_back(i);
+        on_schedule[i] = true;
+      } else {
+        // Not handed over (an older agent, a lost answer): reverted at the instant instead.
+        core::logWarn("run " + std::to_string(deps_.run_id) + ": scheduling the revert of " +
+                      stackOf(i).base.kind + " on " + describeTarget(stackOf(i).base.target) +
+                      " failed (" + results[i].message() + "); reverting it at the instant");
+        at_once.push_back(i);
+      }
+    }
+    scheduled = std::move(held);
+    if (deps_.progressed) deps_.progressed();
+  }
+  // 2. The instant: observe and revert the others.
+  if (scheduled_ms >= 0 && deps_.clock->nowNs() < at_ns) deps_.clock->sleepUntilNs(at_ns);
+  runEach(at_once, [&](size_t i) {
+    const Pattern& pattern = patternOf(i);
+    if (!urgent) {
+      if (auto o = pattern.agent->observeFault(stackOf(i).fault); o.isOk()) observed[i] = o.value();
+    }
+    return pattern.agent->revertFault(stackOf(i).fault, pattern.prior);
+  });
+  const double at_once_ms = msNow();
+  for (size_t i : at_once) restored_ms[i] = at_once_ms;
+  // 3. Confirm the scheduled ones, with when each agent reverted and what it saw just before.
+  if (!scheduled.empty()) {
+    const int64_t deadline_ns = std::max(at_ns, deps_.clock->nowNs()) + kConfirmTimeoutMs * 1000000;
+    std::vector<agent::Agent::RevertedFault> done(keys.size());
+    runEach(scheduled, [&](size_t i) -> Status {
+      auto reverted = patternOf(i).agent->awaitReverted(stackOf(i).fault, deadline_ns);
+      if (!reverted.isOk()) return reverted.status();
+      done[i] = reverted.value();
+      return Status::ok();
+    });
+    for (size_t i : scheduled) {
+      observed[i] = done[i].observed;
+      restored_ms[i] = results[i].isOk()
+                           ? static_cast<double>(done[i].reverted_at_ns - deps_.origin_ns) / 1e6
+                           : msNow();
+    }
+  }
   if (deps_.progressed) deps_.progressed();
+
   for (size_t i = 0; i < keys.size(); ++i) {
     Stack& stack = stacks_.at(keys[i]);
     Pattern& pattern = patterns_.at(stack.pattern);
+    ended[keys[i]] = restored_ms[i];
     json detail = actionJson(stack.base);
     detail["reason"] = why;
     detail["observed"] = observed[i];
     detail["journal_id"] = pattern.journal_id;
     if (scheduled_ms >= 0) detail["scheduled_ms"] = scheduled_ms;
+    detail["delivery"] = on_schedule[i] ? "scheduled" : "at_once";
     if (!results[i].isOk()) {
       ++stack.attempts;
       const int64_t delay_ms = revertRetryDelayMs(stack.attempts);
@@ -432,10 +512,12 @@ void FaultTimeline::restore(const std::vector<std::string>& keys, const std::str
     mark(pattern, pattern.remaining == 0 ? "reverted" : "applied");
     detail["restored"] = true;
     detail["attempts"] = stack.attempts + 1;
+    detail["out_of_force_ms"] = restored_ms[i];
     event("fault_reverted", std::move(detail));
     stacks_.erase(keys[i]);
   }
   updateCount();
+  return ended;
 }
 
 void FaultTimeline::retryDue() {

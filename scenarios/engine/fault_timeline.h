@@ -10,9 +10,10 @@
 //   revertAll); what still fails when the run ends is reported by left(), and the journal keeps
 //   it for start-up recovery.
 // - Timing: the faults of one instant go to their agents concurrently; events and journal marks
-//   are written by the RunRecorder, off the critical path. Agents that apply on schedule (remote
-//   ones) get their faults applyLeadMs() ahead of the instant and apply them by their own clocks,
-//   so a thousand hosts change within their timers' error of each other, not over the fan-out.
+//   are written by the RunRecorder, off the critical path. Agents that act on schedule (remote
+//   ones) get their faults, and their planned reverts, leadMs() ahead of the instant and act on
+//   them by their own clocks, so a thousand hosts change within their timers' error of each
+//   other, not over the fan-out.
 // Run thread only, except activeCount(), which any thread may read.
 
 #include <atomic>
@@ -69,18 +70,18 @@ class FaultTimeline {
   core::Status prepare(const std::vector<PlannedAction>& plan);
 
   // Applies planned actions `indices` (of `plan`), all scheduled at `scheduled_ms`, concurrently.
-  // Call it applyLeadMs() before the instant: faults for agents that apply on schedule are handed
+  // Call it leadMs() before the instant: faults for agents that apply on schedule are handed
   // out first, then it sleeps until the instant, calls the other agents, and confirms the
   // scheduled ones. An action whose resource the run already holds through a stacking kind joins
   // that stack. The first error is returned after every action of the instant was tried; a failed
   // action leaves its stack in place (it may be half-applied): revertAll() takes it back.
   core::Status apply(const std::vector<size_t>& indices, const std::vector<PlannedAction>& plan,
                      double scheduled_ms);
-  // How long before its instant apply() must be called for these actions (ms): 0 when none goes
-  // to an agent that applies on schedule; otherwise enough for the deliveries to reach every
-  // agent in time, from the calls this timeline has timed (prepare's captures, earlier deliveries).
-  double applyLeadMs(const std::vector<size_t>& indices,
-                     const std::vector<PlannedAction>& plan) const;
+  // How long before their instant apply() or revert() must be called for these actions (ms): 0
+  // when none goes to an agent that acts on schedule; otherwise enough for the deliveries to reach
+  // every agent in time, from the calls this timeline has timed (prepare's captures, earlier
+  // deliveries).
+  double leadMs(const std::vector<size_t>& indices, const std::vector<PlannedAction>& plan) const;
   // A fault handed out early costs nothing (the agent holds it; a revert cancels it), one handed
   // out late is applied on arrival, out of step with the rest: the lead errs on the long side.
   static constexpr double kMinLeadMs = 100;
@@ -92,7 +93,8 @@ class FaultTimeline {
   static constexpr int64_t kConfirmTimeoutMs = 10000;
   // Ends actions `indices`, concurrently. A stack's state is restored when its last action ends;
   // a failed restore is retried by retryDue() and revertAll(). `scheduled_ms` < 0 for unscheduled
-  // reverts; `urgent` skips the observation taken before a revert (a stop counts every ms).
+  // reverts; `urgent` skips the observation taken before a revert (a stop counts every ms) and
+  // reverts at once. Call it leadMs() before a scheduled instant, as apply().
   void revert(const std::vector<size_t>& indices, const std::string& why, double scheduled_ms,
               bool urgent);
   // Retries the failed reverts whose back-off has passed.
@@ -151,9 +153,10 @@ class FaultTimeline {
     core::Status status;
     double in_force_ms = 0;
     bool scheduled = false;
+    double delivered_ms = 0;  // scheduled: when the agent had it (run-clock ms)
   };
   std::vector<Outcome> callAgents(const std::vector<Call>& calls, double scheduled_ms);
-  // Times calls to scheduling agents, for applyLeadMs(): prepare's captures (one at a time) until
+  // Times calls to scheduling agents, for leadMs(): prepare's captures (one at a time) until
   // the first delivery, the deliveries (`parallel` at once) from then on.
   void timedCapture(int64_t started_ns);
   void timedDelivery(int64_t started_ns, size_t parallel);
@@ -165,8 +168,11 @@ class FaultTimeline {
   core::Result<Pattern*> patternFor(const PlannedAction& action);
   void mark(Pattern& pattern, const std::string& state);
   // Restores the given stacks' captured state concurrently; the restored ones are gone after.
-  void restore(const std::vector<std::string>& keys, const std::string& why, double scheduled_ms,
-               bool urgent);
+  // A planned restore (scheduled_ms >= 0, not urgent) on agents that revert on schedule is handed
+  // to them before the instant and confirmed after it, as apply() does. Returns, per key, when
+  // the restore took effect (or was tried, for one that failed), run-clock ms.
+  std::map<std::string, double> restore(const std::vector<std::string>& keys,
+                                        const std::string& why, double scheduled_ms, bool urgent);
   void event(const std::string& kind, nlohmann::json detail);
   double msNow() const;
   void updateCount();

@@ -259,7 +259,7 @@ Status RunExecution::run(const store::RunRecord& record) {
   setState(RunState::kBaseline);
   const double baseline_start = msSinceOrigin();
   const double baseline_end = baseline_start + static_cast<double>(scenario.baseline_ms);
-  // A first fault handed out ahead of its instant (FaultTimeline::applyLeadMs) goes out before the
+  // A first fault handed out ahead of its instant (FaultTimeline::leadMs) goes out before the
   // baseline ends: the analysis still measures the baseline to its end, the stop conditions are
   // armed from what was seen before the delivery.
   const double first_delivery = firstDeliveryMs(*plan, baseline_end);
@@ -411,8 +411,9 @@ Status RunExecution::runFaultTimeline(const std::vector<PlannedAction>& plan, do
          ++i) {
       group.push_back(timeline[i].index);
     }
-    // Agents that apply on schedule get their faults ahead of the instant (FaultTimeline).
-    const double lead_ms = first.apply ? timeline_.applyLeadMs(group, plan) : 0;
+    // Agents that act on schedule get their faults and reverts ahead of the instant
+    // (FaultTimeline).
+    const double lead_ms = timeline_.leadMs(group, plan);
     if (!waitUntilMs(first.at_ms - lead_ms)) return Status::ok();
     if (first.apply) {
       startWatching();
@@ -447,7 +448,7 @@ double RunExecution::firstDeliveryMs(const std::vector<PlannedAction>& plan,
     group.push_back(instant.index);
   }
   if (group.empty()) return baseline_end;
-  return at_ms - timeline_.applyLeadMs(group, plan);
+  return at_ms - timeline_.leadMs(group, plan);
 }
 
 double RunExecution::lastRevertMs(double fallback) const {

@@ -1,7 +1,9 @@
 // Scheduled applies on the agent (POST /agent/v1/faults with apply_at_ns): the fault is held and
 // journaled at once, applied at its instant by the lease thread (or applyDue() by hand), its
 // lease counted from the instant; GET says scheduled, applied or failed; DELETE before the
-// instant cancels without touching the host; shutdown drops what has not come.
+// instant cancels without touching the host; shutdown drops what has not come. Scheduled reverts
+// (POST /agent/v1/faults/{id}/revert-at) likewise: observed and reverted at the instant, GET then
+// says reverted, a failed one stays with its error.
 
 #include <gtest/gtest.h>
 
@@ -197,6 +199,59 @@ TEST_F(ScheduledApplyOnTheAgent, ShutdownDropsWhatHasNotComeAndRevertsWhatHas) {
   for (const auto& c : injector_->calls()) {
     EXPECT_TRUE(c != "apply eth2" && c != "revert eth2") << c;
   }
+}
+
+TEST_F(ScheduledApplyOnTheAgent, ARevertAtItsInstantIsObservedRevertedAndReported) {
+  service();  // revertDue() by hand
+  auto applied = call("POST", "/agent/v1/faults",
+                      {{"fault", injectors::toJson(fakeFault("eth0"))}, {"lease_ms", 5000}});
+  ASSERT_EQ(applied.status, 201) << applied.body;
+  const std::string id = parse(applied)["id"];
+  ASSERT_FALSE(injector_->up("eth0"));
+  const int64_t at_ns = core::steadyNowNs() + 30'000'000;
+  auto scheduled = call("POST", "/agent/v1/faults/" + id + "/revert-at", {{"revert_at_ns", at_ns}});
+  ASSERT_EQ(scheduled.status, 202) << scheduled.body;
+  EXPECT_EQ(parse(scheduled)["revert_at_ns"], at_ns);
+  EXPECT_EQ(service_->revertDue(), 0);  // not yet
+  EXPECT_FALSE(injector_->up("eth0"));
+  sleepUntil(at_ns);
+  EXPECT_EQ(service_->revertDue(), 1);
+  EXPECT_TRUE(injector_->up("eth0"));
+  EXPECT_EQ(service_->activeFaults(), 0u);
+  auto done = call("GET", "/agent/v1/faults/" + id);
+  ASSERT_EQ(done.status, 200) << done.body;
+  const json doc = parse(done);
+  EXPECT_EQ(doc["state"], "reverted");
+  EXPECT_GE(doc["reverted_at_ns"].get<int64_t>(), at_ns);
+  EXPECT_EQ(doc["observed"], json({{"up", false}}));  // seen just before the revert
+}
+
+TEST_F(ScheduledApplyOnTheAgent, AScheduledRevertThatFailsLeavesTheFaultWithItsError) {
+  service();
+  auto applied = call("POST", "/agent/v1/faults",
+                      {{"fault", injectors::toJson(fakeFault("eth0"))}, {"lease_ms", 5000}});
+  ASSERT_EQ(applied.status, 201) << applied.body;
+  const std::string id = parse(applied)["id"];
+  EXPECT_EQ(call("POST", "/agent/v1/faults/" + id + "/revert-at", json::object()).status, 400);
+  EXPECT_EQ(call("POST", "/agent/v1/faults/f-99/revert-at", {{"revert_at_ns", 1}}).status, 404);
+  auto far = call("POST", "/agent/v1/faults/" + id + "/revert-at",
+                  {{"revert_at_ns", core::steadyNowNs() + 60'000'000'000}});
+  EXPECT_EQ(far.status, 400) << far.body;
+
+  injector_->failRevert(true);
+  ASSERT_EQ(call("POST", "/agent/v1/faults/" + id + "/revert-at", {{"revert_at_ns", 1}}).status,
+            202);  // an instant already past: the next pass
+  EXPECT_EQ(service_->revertDue(), 0);
+  EXPECT_EQ(service_->activeFaults(), 1u);
+  auto held = call("GET", "/agent/v1/faults/" + id + "?observe=0");
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(parse(held)["state"], "applied");
+  EXPECT_NE(parse(held)["revert_error"].get<std::string>().find("injected revert failure"),
+            std::string::npos);
+  EXPECT_EQ(service_->revertDue(), 0);  // not retried by itself: the controller's DELETE is
+  injector_->failRevert(false);
+  ASSERT_EQ(call("DELETE", "/agent/v1/faults/" + id).status, 200);
+  EXPECT_TRUE(injector_->up("eth0"));
 }
 
 }  // namespace

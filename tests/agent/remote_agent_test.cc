@@ -163,9 +163,18 @@ TEST_F(AgentOverHttp, AScheduledFaultIsAppliedByTheAgentAtItsInstantAndConfirmed
   // One machine, one clock: the agent's record maps back to the instant or after it, give or
   // take the offset estimate's error (half the best round trip on loopback).
   EXPECT_GE(*applied, at_ns - 2'000'000);
-  ASSERT_TRUE(agent->revertFault(fault, json::object()).isOk());
+  // And its revert, scheduled the same way.
+  const int64_t revert_ns = core::steadyNowNs() + 100'000'000;
+  ASSERT_TRUE(agent->scheduleRevert(fault, revert_ns).isOk());
+  EXPECT_FALSE(injector_->up("eth0"));
+  auto reverted = agent->awaitReverted(fault, revert_ns + 5'000'000'000);
+  ASSERT_TRUE(reverted.isOk()) << reverted.status().toString();
   EXPECT_TRUE(injector_->up("eth0"));
+  EXPECT_GE(reverted->reverted_at_ns, revert_ns - 2'000'000);
+  EXPECT_EQ(reverted->observed, json({{"up", false}}));
   EXPECT_EQ(service_->activeFaults(), 0u);
+  // Reverting again is harmless (by description: the agent no longer holds it).
+  EXPECT_TRUE(agent->revertFault(fault, json::object()).isOk());
 }
 
 TEST_F(AgentOverHttp, AScheduledFaultCancelledOrFailedLeavesTheHostAsItWas) {

@@ -188,6 +188,29 @@ class FakeAgent : public agent::Agent {
     if (core::Status s = applyFault(fault); !s.isOk()) return s;
     return applied_ns;
   }
+  core::Status scheduleRevert(const injectors::Fault& fault, int64_t at_ns) override {
+    std::lock_guard lock(mu_);
+    log_.push_back("schedule-revert " + ifnameOf(fault));
+    revert_at_[key(fault)] = at_ns;
+    return core::Status::ok();
+  }
+  core::Result<RevertedFault> awaitReverted(const injectors::Fault& fault, int64_t) override {
+    int64_t at_ns = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = revert_at_.find(key(fault));
+      if (it == revert_at_.end()) {
+        return core::Status(core::StatusCode::kFailedPrecondition, "no revert scheduled");
+      }
+      at_ns = it->second;
+      revert_at_.erase(it);
+    }
+    std::this_thread::sleep_until(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(at_ns)));
+    const int64_t reverted_ns = core::steadyNowNs();
+    if (core::Status s = revertFault(fault, nlohmann::json::object()); !s.isOk()) return s;
+    return RevertedFault{reverted_ns, nlohmann::json{{"fake", true}}};
+  }
   std::vector<Delivery> deliveries() {
     std::lock_guard lock(mu_);
     return deliveries_;
@@ -293,6 +316,7 @@ class FakeAgent : public agent::Agent {
   std::vector<std::string> log_;
   std::vector<agent::RankSpec> started_ranks_;
   std::map<std::string, int64_t> scheduled_;  // fault key -> instant
+  std::map<std::string, int64_t> revert_at_;  // fault key -> revert instant
   std::vector<Delivery> deliveries_;
 };
 

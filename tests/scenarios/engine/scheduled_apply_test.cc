@@ -1,8 +1,8 @@
-// Faults for agents that apply on schedule (remote agents): the fault timeline hands each one out
-// ahead of its instant, the agent applies it by its own clock, and the run's window opens when the
-// agent says it applied, not when the controller heard back. The fake agent here applies at the
-// instant it was given, in awaitScheduled(), so what is checked is the order of things and where
-// the window starts, not how precise a timer is.
+// Faults for agents that act on schedule (remote agents): the fault timeline hands each one, and
+// its planned revert, out ahead of its instant, the agent acts by its own clock, and the run's
+// window opens and closes when the agent says it acted, not when the controller heard back. The
+// fake agent here applies at the instant it was given, in awaitScheduled(), so what is checked is
+// the order of things and where the window starts, not how precise a timer is.
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,8 @@ TEST_F(ScheduledApplyTest, TheFaultIsHandedOutBeforeItsInstantAndItsWindowOpensW
   auto id = engine_->submit(s, "netns-lab");
   ASSERT_TRUE(id.isOk());
   ASSERT_EQ(waitForState(*id, kFinalStates, 15000), "passed") << store_->getRun(*id)->error;
-  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"schedule p1", "apply p1", "revert p1"}));
+  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"schedule p1", "apply p1", "schedule-revert p1",
+                                                    "revert p1"}));
   EXPECT_EQ(agent_.activeFaults(), 0u);
 
   const auto deliveries = agent_.deliveries();
@@ -50,6 +51,33 @@ TEST_F(ScheduledApplyTest, TheFaultIsHandedOutBeforeItsInstantAndItsWindowOpensW
   const json& windows = run->result["fault_windows"];
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_DOUBLE_EQ(windows[0]["start_ms"].get<double>(), in_force_ms);
+  EXPECT_TRUE(store_->unrevertedJournal()->empty());
+
+  // The revert was handed over too, and the window ends when the agent says it reverted.
+  const auto reverted = eventsOfKind(*id, "fault_reverted");
+  ASSERT_EQ(reverted.size(), 1u);
+  const json& end = reverted[0].detail;
+  EXPECT_EQ(end["delivery"], "scheduled");
+  EXPECT_EQ(end["observed"], json({{"fake", true}}));  // what the agent saw just before
+  const double out_of_force_ms = end["out_of_force_ms"].get<double>();
+  EXPECT_GE(out_of_force_ms + 0.001, end["scheduled_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(windows[0]["end_ms"].get<double>(), out_of_force_ms);
+}
+
+TEST_F(ScheduledApplyTest, AStopRevertsAtOnceEvenOnAgentsThatActOnSchedule) {
+  Scenario s = flapScenario(1);
+  s.steps[0].params = {{"down_ms", 5000}};
+  s.max_duration_ms = 600000;
+  engine_->start();
+  auto id = engine_->submit(s, "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  ASSERT_TRUE(waitForActiveFaults(1, 10000));
+  ASSERT_TRUE(engine_->abort(*id).isOk());
+  EXPECT_EQ(waitForState(*id, kFinalStates, 5000), "aborted");
+  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"schedule p1", "apply p1", "revert p1"}));
+  const auto reverted = eventsOfKind(*id, "fault_reverted");
+  ASSERT_EQ(reverted.size(), 1u);
+  EXPECT_EQ(reverted[0].detail["delivery"], "at_once");
   EXPECT_TRUE(store_->unrevertedJournal()->empty());
 }
 
