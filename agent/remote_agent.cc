@@ -468,19 +468,32 @@ class RemoteAgent : public Agent {
     if (!answer.isOk()) {
       return answer.status().withContext("scheduling the revert of " + injectors::describe(fault));
     }
+    std::lock_guard lock(mu_);
+    reverting_[injectors::faultKey(fault)] = id;
     return Status::ok();
   }
 
   core::Result<RevertedFault> awaitReverted(const injectors::Fault& fault,
                                             int64_t deadline_ns) override {
-    const std::string id = idOf(fault);
+    const std::string key = injectors::faultKey(fault);
+    std::string id;
+    {
+      // Not faults_: a renewal answered 404 once the agent had reverted takes the fault out of
+      // it, before or while we ask.
+      std::lock_guard lock(mu_);
+      if (auto it = reverting_.find(key); it != reverting_.end()) id = it->second;
+    }
     if (id.empty()) {
-      return Status(StatusCode::kFailedPrecondition,
-                    injectors::describe(fault) + " is not held on " + connection_->url());
+      return Status(StatusCode::kFailedPrecondition, "the revert of " + injectors::describe(fault) +
+                                                         " was not scheduled on " +
+                                                         connection_->url());
     }
     auto forget = [&] {
       std::lock_guard lock(mu_);
-      faults_.erase(injectors::faultKey(fault));  // no more renewals
+      reverting_.erase(key);
+      if (auto it = faults_.find(key); it != faults_.end() && it->second == id) {
+        faults_.erase(it);  // no more renewals
+      }
     };
     while (true) {
       auto answer = connection_->call("GET", "/agent/v1/faults/" + id + "?observe=0");
@@ -503,6 +516,10 @@ class RemoteAgent : public Agent {
       }
       if (answer->contains("revert_error")) {
         // Still held: the caller's revert (DELETE by id) is the retry.
+        {
+          std::lock_guard lock(mu_);
+          reverting_.erase(key);
+        }
         return Status(StatusCode::kInternal, answer->value("revert_error", ""));
       }
       const int64_t now = core::steadyNowNs();
@@ -526,6 +543,7 @@ class RemoteAgent : public Agent {
         id = it->second;
         faults_.erase(it);
       }
+      reverting_.erase(injectors::faultKey(fault));
     }
     if (!id.empty()) {
       auto answer = connection_->call("DELETE", "/agent/v1/faults/" + id, nullptr,
@@ -638,8 +656,11 @@ class RemoteAgent : public Agent {
           std::lock_guard relock(mu_);
           if (auto it = faults_.find(key); it != faults_.end() && it->second == id) {
             faults_.erase(it);  // still ours: not a race with revertFault
-            core::logWarn("agent " + connection_->url() + " no longer holds fault " + id + " (" +
-                          key + "): " + answer.status().message());
+            // Expected once a scheduled revert's instant has passed.
+            if (reverting_.count(key) == 0) {
+              core::logWarn("agent " + connection_->url() + " no longer holds fault " + id + " (" +
+                            key + "): " + answer.status().message());
+            }
           }
         } else if (!failing) {
           failing = true;
@@ -661,6 +682,8 @@ class RemoteAgent : public Agent {
   std::condition_variable cv_;
   bool stop_ = false;
   std::map<std::string, std::string> faults_;  // faultKey -> agent fault id
+  // faultKey -> agent fault id, from scheduleRevert until awaitReverted has the outcome.
+  std::map<std::string, std::string> reverting_;
   std::thread renewer_;
 };
 

@@ -176,6 +176,9 @@ struct Result {
   double confirmed_ms = 0;
   int scheduled_deliveries = 0;
   int late_deliveries = 0;  // reached their agent after the instant: applied on arrival
+  int reverts_at_once = 0;  // not handed over ahead (or reverted by a retry)
+  int revert_errors = 0;
+  std::string first_revert_error;
   std::string state;
 };
 
@@ -307,6 +310,13 @@ Result measure(int agents, int64_t lease_ms) {
       if (detail.value("delivery", "") == "scheduled") ++result.scheduled_deliveries;
       if (detail.value("ahead_ms", 1.0) < 0) ++result.late_deliveries;
     }
+    if (e["kind"] == "fault_reverted" && detail.value("delivery", "") == "at_once") {
+      ++result.reverts_at_once;
+    }
+    if (e["kind"] == "revert_error") {
+      ++result.revert_errors;
+      if (result.first_revert_error.empty()) result.first_revert_error = detail.value("error", "");
+    }
     if (e["kind"] == "fault_reverted" && reverted_ms < 0) {
       reverted_ms = detail.value("scheduled_ms", -1.0);
     }
@@ -352,6 +362,10 @@ int main(int argc, char** argv) {
     results.push_back(measure(n, kDefaultLeaseMs));
     const Result& r = results.back();
     if (!r.error.empty()) std::printf("  %s\n", r.error.c_str());
+    if (r.reverts_at_once > 0 || r.revert_errors > 0) {
+      std::printf("  %d reverts made at once, %d revert errors (first: %s)\n", r.reverts_at_once,
+                  r.revert_errors, r.first_revert_error.c_str());
+    }
   }
   // The largest fleet once more with a three times longer lease: a third of the renewals.
   std::printf("fanout_bench: %d agents, lease %lld ms ...\n", sizes.back(),

@@ -197,7 +197,7 @@ TEST_F(ScheduledApplyOnTheAgent, ShutdownDropsWhatHasNotComeAndRevertsWhatHas) {
   EXPECT_TRUE(injector_->up("eth0"));
   // eth2 was never applied, so it was not reverted either.
   for (const auto& c : injector_->calls()) {
-    EXPECT_TRUE(c != "apply eth2" && c != "revert eth2") << c;
+    EXPECT_TRUE(c != "apply eth2" && c.rfind("revert eth2", 0) != 0) << c;
   }
 }
 

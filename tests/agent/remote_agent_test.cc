@@ -177,6 +177,24 @@ TEST_F(AgentOverHttp, AScheduledFaultIsAppliedByTheAgentAtItsInstantAndConfirmed
   EXPECT_TRUE(agent->revertFault(fault, json::object()).isOk());
 }
 
+// The agent reverts at the instant; a renewal sent after that gets a 404 and stops renewing.
+// The confirmation must still find the agent's record, not revert a second time.
+TEST_F(AgentOverHttp, AScheduledRevertIsConfirmedEvenAfterARenewalFoundTheFaultGone) {
+  auto agent = remote(/*lease_ms=*/150);  // renewed every 50 ms
+  const auto fault = fakeFault("eth0");
+  ASSERT_TRUE(agent->captureFault(fault).isOk());
+  ASSERT_TRUE(agent->applyFault(fault).isOk());
+  const int64_t revert_ns = core::steadyNowNs() + 30'000'000;
+  ASSERT_TRUE(agent->scheduleRevert(fault, revert_ns).isOk());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // several renewals past it
+  auto reverted = agent->awaitReverted(fault, core::steadyNowNs() + 5'000'000'000);
+  ASSERT_TRUE(reverted.isOk()) << reverted.status().toString();
+  EXPECT_EQ(reverted->observed, json({{"up", false}}));  // the agent's record, not a default
+  int reverts = 0;
+  for (const auto& c : injector_->calls()) reverts += c.rfind("revert eth0", 0) == 0;
+  EXPECT_EQ(reverts, 1);
+}
+
 TEST_F(AgentOverHttp, AScheduledFaultCancelledOrFailedLeavesTheHostAsItWas) {
   auto agent = remote();
   const auto fault = fakeFault("eth0");
