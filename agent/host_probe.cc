@@ -15,23 +15,13 @@
 #include <sstream>
 #include <system_error>
 
+#include "core/text.h"
+
 namespace fabric_chaos::agent {
 namespace {
 
-std::string trim(std::string s) {
-  auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t start = 0;
-  while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
-  return s.substr(start);
-}
-
 std::string readSmallFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream out;
-  out << in.rdbuf();
-  return trim(out.str());
+  return core::readTrimmedFile(path.string());
 }
 
 class SystemHostProbe : public HostProbe {

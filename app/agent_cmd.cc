@@ -21,6 +21,7 @@
 #include "app/version.h"
 #include "core/command_line.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "server/http/server.h"
 
 namespace fabric_chaos::app {
@@ -84,14 +85,6 @@ std::string readFile(const std::string& path, bool* ok) {
   std::ostringstream out;
   if (in) out << in.rdbuf();
   return out.str();
-}
-
-std::string trimmed(std::string s) {
-  const char* space = " \t\r\n";
-  s.erase(0, s.find_first_not_of(space));
-  const size_t last = s.find_last_not_of(space);
-  s.erase(last == std::string::npos ? 0 : last + 1);
-  return s;
 }
 
 int usageError(const std::string& problem) {
@@ -160,7 +153,7 @@ int agentMain(int argc, char** argv) {
       return usageError("--register needs --register-token-file (an operator token of serve)");
     }
     bool ok = false;
-    register_token = trimmed(readFile(*flags.get("register-token-file"), &ok));
+    register_token = core::trimWhitespace(readFile(*flags.get("register-token-file"), &ok));
     if (!ok || register_token.empty()) {
       std::cerr << "fabric-chaos agent: cannot read a token from "
                 << *flags.get("register-token-file") << "\n";
@@ -181,13 +174,13 @@ int agentMain(int argc, char** argv) {
   }
   if (auto path = flags.get("token-file")) {
     bool ok = false;
-    token = trimmed(readFile(*path, &ok));
+    token = core::trimWhitespace(readFile(*path, &ok));
     if (!ok) {
       std::cerr << "fabric-chaos agent: cannot read the token file " << *path << "\n";
       return 1;
     }
   } else {
-    token = trimmed(flags.getOr("token", ""));
+    token = core::trimWhitespace(flags.getOr("token", ""));
   }
   if (token.empty()) return usageError("the token is empty");
   if (token.size() < 16) core::logWarn("agent: the token is shorter than 16 characters");

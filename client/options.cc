@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/command_line.h"
+#include "core/text.h"
 
 namespace fabric_chaos::client {
 
@@ -48,13 +49,6 @@ Ctrl-C while waiting aborts the run(s) on the server and exits 2. See docs/ci.md
 namespace {
 
 Status usage(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
-
-std::string trim(const std::string& s) {
-  const char* kSpace = " \t\r\n";
-  const size_t first = s.find_first_not_of(kSpace);
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
-}
 
 bool parseNumber(const std::string& text, double& out) {
   if (text.empty()) return false;
@@ -138,15 +132,16 @@ core::Result<RunOptions> parseRunOptions(const std::vector<std::string>& args,
     return usage("--token and --token-file exclude each other");
   }
   if (auto token = flag("token")) {
-    out.token = trim(*token);
+    out.token = core::trimWhitespace(*token);
     if (out.token.empty()) return usage("--token: empty");
   } else if (auto path = flag("token-file")) {
     auto text = sources.readFile(*path);
     if (!text.isOk()) return usage("--token-file: " + text.status().message());
-    out.token = trim(text.value());
+    out.token = core::trimWhitespace(text.value());
     if (out.token.empty()) return usage("--token-file " + *path + ": the file is empty");
-  } else if (auto env = sources.getenv("FABRIC_CHAOS_TOKEN"); env && !trim(*env).empty()) {
-    out.token = trim(*env);
+  } else if (auto env = sources.getenv("FABRIC_CHAOS_TOKEN");
+             env && !core::trimWhitespace(*env).empty()) {
+    out.token = core::trimWhitespace(*env);
   }
   if (out.token.find_first_of(" \t\r\n") != std::string::npos) {
     return usage("the token must be one word (no spaces or line breaks)");

@@ -19,6 +19,7 @@
 #include <optional>
 #include <system_error>
 
+#include "core/text.h"
 #include "injectors/sys/netlink_status.h"
 #include "injectors/sys/rdma_nl_codec.h"
 
@@ -35,12 +36,6 @@ constexpr int kAnswerTimeoutSeconds = 10;
 struct FreeDeleter {
   void operator()(unsigned char* p) const { std::free(p); }
 };
-
-std::string trim(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
 
 // The kernel's errno for `what`, with its extended-ack sentence when it sent one.
 core::Status kernelError(const RdmaNlAnswer& answer, const std::string& what) {
@@ -198,8 +193,8 @@ class NetlinkRdmaDeviceControl : public RdmaDeviceControl {
                               std::to_string(gid_index),
                           ENOENT);
     }
-    const std::string text =
-        trim(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    const std::string text = core::trimWhitespace(
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
     auto address = gidAddressOf(text);
     if (!address) {
       return address.status().withContext(device + " port " + std::to_string(port) + " GID " +
@@ -319,7 +314,7 @@ class NetlinkRdmaDeviceControl : public RdmaDeviceControl {
 }  // namespace
 
 core::Result<RdmaGidAddress> gidAddressOf(const std::string& sysfs_gid) {
-  const std::string text = trim(sysfs_gid);
+  const std::string text = core::trimWhitespace(sysfs_gid);
   const core::Status invalid(core::StatusCode::kInvalidArgument, "'" + text + "' is not a GID");
   // Eight groups of four hex digits, the form sysfs prints (%pI6).
   if (text.size() != 39) return invalid;

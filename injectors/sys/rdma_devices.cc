@@ -10,22 +10,14 @@
 #include <optional>
 #include <system_error>
 
+#include "core/text.h"
+
 namespace fabric_chaos::sys {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string trim(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-std::string readSmallFile(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  return trim(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
-}
+std::string readSmallFile(const fs::path& path) { return core::readTrimmedFile(path.string()); }
 
 class SysfsRdmaDevices : public RdmaDevices {
  public:
@@ -99,12 +91,12 @@ class SysfsRdmaDevices : public RdmaDevices {
 }  // namespace
 
 std::string rdmaPortStateName(const std::string& sysfs_state) {
-  const std::string text = trim(sysfs_state);
+  const std::string text = core::trimWhitespace(sysfs_state);
   const size_t colon = text.find(':');
   if (colon == std::string::npos) return text;
   const std::string number = text.substr(0, colon);
   if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) return text;
-  return trim(text.substr(colon + 1));
+  return core::trimWhitespace(text.substr(colon + 1));
 }
 
 std::unique_ptr<RdmaDevices> makeSysfsRdmaDevices(std::string sys_root) {

@@ -45,12 +45,7 @@ class ScheduledApplyOnTheAgent : public ::testing::Test {
 
   core::HttpResponse call(const std::string& method, const std::string& target,
                           const json& body = nullptr) {
-    core::HttpRequest request;
-    request.method = method;
-    request.target = target;
-    request.headers["authorization"] = std::string("Bearer ") + kToken;
-    if (!body.is_null()) request.body = body.dump();
-    return service_->handle(request);
+    return testing::callService(*service_, kToken, method, target, body);
   }
 
   core::HttpResponse schedule(const std::string& ifname, int64_t at_ns, int64_t lease_ms = 5000) {
@@ -60,11 +55,7 @@ class ScheduledApplyOnTheAgent : public ::testing::Test {
                  {"apply_at_ns", at_ns}});
   }
 
-  static json parse(const core::HttpResponse& response) {
-    json doc = json::parse(response.body, nullptr, false);
-    EXPECT_TRUE(doc.is_object()) << response.body;
-    return doc;
-  }
+  static json parse(const core::HttpResponse& response) { return testing::parseAnswer(response); }
 
   static void sleepUntil(int64_t ns) {
     std::this_thread::sleep_until(

@@ -99,21 +99,10 @@ class AgentServiceTest : public ::testing::Test {
 
   core::HttpResponse call(const std::string& method, const std::string& target,
                           const json& body = nullptr, const std::string& auth = "") {
-    core::HttpRequest request;
-    request.method = method;
-    request.target = target;
-    request.headers["authorization"] = auth.empty() ? std::string("Bearer ") + kToken : auth;
-    if (auth == "-") request.headers.clear();
-    if (!body.is_null()) request.body = body.dump();
-    return service_->handle(request);
+    return testing::callService(*service_, kToken, method, target, body, auth);
   }
 
-  static json parse(const core::HttpResponse& response) {
-    json doc = json::parse(response.body, nullptr, false);
-    EXPECT_TRUE(doc.is_object()) << response.body;
-    EXPECT_TRUE(doc.contains("agent_now_ns")) << response.body;
-    return doc;
-  }
+  static json parse(const core::HttpResponse& response) { return testing::parseAnswer(response); }
 
   core::HttpResponse apply(const injectors::Fault& fault, int64_t lease_ms = 5000) {
     return call("POST", "/agent/v1/faults",

@@ -199,4 +199,28 @@ class TempDir {
   std::string path_;
 };
 
+// One request to `service` as the controller sends it: the bearer `token` unless `authorization`
+// is given ("-" sends no header at all).
+inline core::HttpResponse callService(AgentService& service, const std::string& token,
+                                      const std::string& method, const std::string& target,
+                                      const nlohmann::json& body = nullptr,
+                                      const std::string& authorization = "") {
+  core::HttpRequest request;
+  request.method = method;
+  request.target = target;
+  request.headers["authorization"] =
+      authorization.empty() ? std::string("Bearer ") + token : authorization;
+  if (authorization == "-") request.headers.clear();
+  if (!body.is_null()) request.body = body.dump();
+  return service.handle(request);
+}
+
+// An answer's JSON body; every answer carries the agent's clock.
+inline nlohmann::json parseAnswer(const core::HttpResponse& response) {
+  nlohmann::json doc = nlohmann::json::parse(response.body, nullptr, false);
+  EXPECT_TRUE(doc.is_object()) << response.body;
+  EXPECT_TRUE(doc.contains("agent_now_ns")) << response.body;
+  return doc;
+}
+
 }  // namespace fabric_chaos::agent::testing
