@@ -141,6 +141,9 @@ class SlurmWorkload : public agent::WorkloadHandle {
       code = srun_->wait(5000);
     }
     const int srun_code = code.isOk() ? code.value() : 128 + SIGKILL;
+    // Reaped: from here a stop() needs no scancel. Set before the ranks' exits are delivered, or a
+    // listener that stops the workload on the last exit would cancel a step that has ended.
+    srun_exited_ = true;
     std::string said;
     for (const std::string& line : stderr_tail_) said += (said.empty() ? "" : " | ") + line;
     for (int rank = 0; rank < world_; ++rank) {
@@ -159,7 +162,6 @@ class SlurmWorkload : public agent::WorkloadHandle {
       }
       rankEnded(rank, srun_code);
     }
-    srun_exited_ = true;
   }
 
   SlurmSubmitter& submitter_;
