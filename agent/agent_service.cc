@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/json_keys.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace fabric_chaos::agent {
 namespace {
@@ -30,14 +31,6 @@ using nlohmann::json;
 
 constexpr char kPrefix[] = "/agent/v1/";
 constexpr size_t kRecentPriors = 256;
-
-std::string trim(std::string s) {
-  auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t start = 0;
-  while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
-  return s.substr(start);
-}
 
 std::string dumpJson(const json& doc) {
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -62,7 +55,7 @@ HttpResponse errorResponse(const Status& status) {
 }
 
 core::Result<json> parseBody(const std::string& body) {
-  if (trim(body).empty()) return json::object();
+  if (core::trimWhitespace(body).empty()) return json::object();
   json doc = json::parse(body, nullptr, false);
   if (doc.is_discarded()) {
     return Status(StatusCode::kInvalidArgument, "request body is not valid JSON");
@@ -584,7 +577,7 @@ HttpResponse AgentService::handle(const HttpRequest& request) {
         std::equal(kScheme.begin(), kScheme.end(), value.begin(), [](char a, char b) {
           return a == std::tolower(static_cast<unsigned char>(b));
         })) {
-      const std::string presented = trim(value.substr(kScheme.size()));
+      const std::string presented = core::trimWhitespace(value.substr(kScheme.size()));
       authorized = !options_.token.empty() && constantTimeEquals(presented, options_.token);
     }
   }
@@ -746,11 +739,8 @@ HttpResponse AgentService::applyFault(const std::string& body) {
   auto apply_at_ns = intField(*doc, "apply_at_ns", 0, std::numeric_limits<int64_t>::max(), 0);
   if (!apply_at_ns.isOk()) return errorResponse(apply_at_ns.status());
   const int64_t received_ns = core::steadyNowNs();
-  if (*apply_at_ns - received_ns > options_.max_schedule_ahead_ms * 1000000) {
-    return errorResponse(invalid(
-        "apply_at_ns", "is " + std::to_string((*apply_at_ns - received_ns) / 1000000) +
-                           " ms ahead of this agent's clock; at most " +
-                           std::to_string(options_.max_schedule_ahead_ms) + " ms is accepted"));
+  if (Status s = checkNotTooFarAhead("apply_at_ns", *apply_at_ns, received_ns); !s.isOk()) {
+    return errorResponse(s);
   }
   // An instant already past (a late delivery) is applied at once, as an apply without one.
   const bool scheduled = *apply_at_ns > received_ns;
@@ -871,6 +861,14 @@ HttpResponse AgentService::renewFault(const std::string& id, const std::string& 
                             {"lease_deadline_ns", it->second.lease_deadline_ns}});
 }
 
+Status AgentService::checkNotTooFarAhead(const std::string& field, int64_t at_ns,
+                                         int64_t now_ns) const {
+  if (at_ns - now_ns <= options_.max_schedule_ahead_ms * 1000000) return Status::ok();
+  return invalid(field, "is " + std::to_string((at_ns - now_ns) / 1000000) +
+                            " ms ahead of this agent's clock; at most " +
+                            std::to_string(options_.max_schedule_ahead_ms) + " ms is accepted");
+}
+
 HttpResponse AgentService::scheduleRevert(const std::string& id, const std::string& body) {
   auto doc = parseBody(body);
   if (!doc.isOk()) return errorResponse(doc.status());
@@ -878,12 +876,9 @@ HttpResponse AgentService::scheduleRevert(const std::string& id, const std::stri
   auto revert_at_ns = intField(*doc, "revert_at_ns", 0, std::numeric_limits<int64_t>::max(), -1);
   if (!revert_at_ns.isOk()) return errorResponse(revert_at_ns.status());
   if (*revert_at_ns < 0) return errorResponse(invalid("revert_at_ns", "is required"));
-  const int64_t now = core::steadyNowNs();
-  if (*revert_at_ns - now > options_.max_schedule_ahead_ms * 1000000) {
-    return errorResponse(invalid(
-        "revert_at_ns", "is " + std::to_string((*revert_at_ns - now) / 1000000) +
-                            " ms ahead of this agent's clock; at most " +
-                            std::to_string(options_.max_schedule_ahead_ms) + " ms is accepted"));
+  if (Status s = checkNotTooFarAhead("revert_at_ns", *revert_at_ns, core::steadyNowNs());
+      !s.isOk()) {
+    return errorResponse(s);
   }
   json answer;
   {

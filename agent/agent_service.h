@@ -121,6 +121,8 @@ class AgentService {
   core::HttpResponse applyFault(const std::string& body);
   core::HttpResponse renewFault(const std::string& id, const std::string& body);
   core::HttpResponse scheduleRevert(const std::string& id, const std::string& body);
+  // An instant (apply_at_ns, revert_at_ns) at most max_schedule_ahead_ms ahead of now_ns.
+  core::Status checkNotTooFarAhead(const std::string& field, int64_t at_ns, int64_t now_ns) const;
   core::HttpResponse getFault(const std::string& id, const std::string& query);
   core::HttpResponse deleteFault(const std::string& id);
   core::HttpResponse revertByDescription(const std::string& body);

@@ -360,15 +360,22 @@ class RemoteAgent : public Agent {
   }
 
   Status applyFault(const injectors::Fault& fault) override {
+    return postFault(fault, std::nullopt);
+  }
+
+  // POST /faults (with apply_at_ns when scheduled), keeping the agent's id for renewals and the
+  // revert.
+  Status postFault(const injectors::Fault& fault, std::optional<int64_t> remote_at_ns) {
     json body = {{"fault", injectors::toJson(fault)},
                  {"lease_ms", connection_->options().lease_ms}};
+    if (remote_at_ns) body["apply_at_ns"] = std::max<int64_t>(0, *remote_at_ns);
+    const std::string doing = remote_at_ns ? "scheduling " : "applying ";
     auto answer =
         connection_->call("POST", "/agent/v1/faults", &body, connection_->options().act_timeout_ms);
-    if (!answer.isOk())
-      return answer.status().withContext("applying " + injectors::describe(fault));
+    if (!answer.isOk()) return answer.status().withContext(doing + injectors::describe(fault));
     const std::string id = answer->value("id", "");
     if (id.empty()) {
-      return Status(StatusCode::kInternal, "agent " + connection_->url() + " applied " +
+      return Status(StatusCode::kInternal, "agent " + connection_->url() + " answered " + doing +
                                                injectors::describe(fault) + " without an id");
     }
     std::lock_guard lock(mu_);
@@ -399,21 +406,7 @@ class RemoteAgent : public Agent {
                           injectors::describe(fault) + " cannot be scheduled on it");
       }
     }
-    json body = {{"fault", injectors::toJson(fault)},
-                 {"lease_ms", connection_->options().lease_ms},
-                 {"apply_at_ns", std::max<int64_t>(0, *remote_at)}};
-    auto answer =
-        connection_->call("POST", "/agent/v1/faults", &body, connection_->options().act_timeout_ms);
-    if (!answer.isOk())
-      return answer.status().withContext("scheduling " + injectors::describe(fault));
-    const std::string id = answer->value("id", "");
-    if (id.empty()) {
-      return Status(StatusCode::kInternal, "agent " + connection_->url() + " scheduled " +
-                                               injectors::describe(fault) + " without an id");
-    }
-    std::lock_guard lock(mu_);
-    faults_[injectors::faultKey(fault)] = id;
-    return Status::ok();
+    return postFault(fault, remote_at);
   }
 
   core::Result<int64_t> awaitScheduled(const injectors::Fault& fault,

@@ -34,6 +34,13 @@ struct EngineOptions {
   // fabric-chaos on the Slurm nodes when the fabric's "slurm" names no binary: this one's path,
   // the same on every node of the namespace lab.
   std::string self_exe = {};
+  // Remote agents get an instant's faults and planned reverts ahead of it and act by their own
+  // clocks (FaultTimeline) when more than this many of them act at that instant; fewer are called
+  // at the instant. -1: more than one wave of concurrent calls (65). Below that the fan-out's own
+  // spread is tens of ms, and handing faults out ahead would only put the agents' work (capture,
+  // journal) into the last moments of the baseline, which a small host such as a 1-vCPU lab guest
+  // shows in its iteration times.
+  int schedule_above_agents = -1;
 };
 
 // What a watcher sees while a run is in progress.

@@ -251,6 +251,11 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
     outcomes[i].scheduled = scheduled;
     (scheduled ? on_schedule : at_once).push_back(i);
   }
+  if (!handsOutAhead(on_schedule.size())) {
+    for (size_t i : on_schedule) outcomes[i].scheduled = false;
+    at_once.insert(at_once.end(), on_schedule.begin(), on_schedule.end());
+    on_schedule.clear();
+  }
   auto agentOf = [&](size_t i) { return patterns_.at(stacks_.at(calls[i].stack).pattern).agent; };
   auto faultOf = [&](size_t i) -> const injectors::Fault& {
     return stacks_.at(calls[i].stack).fault;
@@ -275,8 +280,18 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
     });
     timedDelivery(started_ns, on_schedule.size());
     for (size_t k = 0; k < on_schedule.size(); ++k) {
-      outcomes[on_schedule[k]].status = results[k];
-      if (results[k].isOk()) delivered.push_back(on_schedule[k]);
+      const size_t i = on_schedule[k];
+      if (results[k].isOk()) {
+        delivered.push_back(i);
+        continue;
+      }
+      // Not handed over (an agent without scheduled applies, a lost answer): applied at the
+      // instant instead, which reports the error again if it is the fault's own.
+      core::logWarn("run " + std::to_string(deps_.run_id) + ": handing " +
+                    injectors::describe(faultOf(i)) + " over ahead of its instant failed (" +
+                    results[k].message() + "); applying it at the instant");
+      outcomes[i].scheduled = false;
+      at_once.push_back(i);
     }
     if (deps_.progressed) deps_.progressed();
   }
@@ -344,6 +359,14 @@ double FaultTimeline::deliveryCallMs() const {
   return std::max(kUntimedDeliveryMs, 2 * capture_ms_);
 }
 
+bool FaultTimeline::handsOutAhead(size_t agents) const {
+  if (agents == 0) return false;
+  const size_t above = deps_.schedule_above_agents >= 0
+                           ? static_cast<size_t>(deps_.schedule_above_agents)
+                           : ConcurrentCalls::kMaxWorkers + 1;
+  return agents > above;
+}
+
 double FaultTimeline::leadMs(const std::vector<size_t>& indices,
                              const std::vector<PlannedAction>& plan) const {
   size_t scheduled = 0;
@@ -354,7 +377,7 @@ double FaultTimeline::leadMs(const std::vector<size_t>& indices,
       ++scheduled;
     }
   }
-  if (scheduled == 0) return 0;
+  if (scheduled == 0 || !handsOutAhead(scheduled)) return 0;
   // The deliveries go out calls_.workers() + 1 at a time; three times their expected time, plus
   // a margin for the agents' timers and the run thread's own wake-up.
   const double width = static_cast<double>(calls_.workers() + 1);
@@ -430,6 +453,10 @@ std::map<std::string, double> FaultTimeline::restore(const std::vector<std::stri
   const bool plannable = scheduled_ms >= 0 && !urgent;
   for (size_t i = 0; i < keys.size(); ++i) {
     (plannable && patternOf(i).agent->appliesOnSchedule() ? scheduled : at_once).push_back(i);
+  }
+  if (!handsOutAhead(scheduled.size())) {
+    at_once.insert(at_once.end(), scheduled.begin(), scheduled.end());
+    scheduled.clear();
   }
   const int64_t at_ns = deps_.origin_ns + static_cast<int64_t>(scheduled_ms * 1e6);
   if (!scheduled.empty()) {

@@ -48,6 +48,8 @@ struct FaultTimelineDeps {
   int64_t origin_ns = 0;  // the run clock's origin: event times are ms from here
   // Called whenever an agent call returns and on every retry pass: the run is not wedged.
   std::function<void()> progressed;
+  // EngineOptions::schedule_above_agents.
+  int schedule_above_agents = -1;
 };
 
 // A fault whose revert never succeeded: the run that owned it cannot pass.
@@ -156,6 +158,8 @@ class FaultTimeline {
     double delivered_ms = 0;  // scheduled: when the agent had it (run-clock ms)
   };
   std::vector<Outcome> callAgents(const std::vector<Call>& calls, double scheduled_ms);
+  // Whether `agents` remote agents acting at one instant get it ahead (schedule_above_agents).
+  bool handsOutAhead(size_t agents) const;
   // Times calls to scheduling agents, for leadMs(): prepare's captures (one at a time) until
   // the first delivery, the deliveries (`parallel` at once) from then on.
   void timedCapture(int64_t started_ns);

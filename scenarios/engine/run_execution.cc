@@ -26,7 +26,7 @@ RunExecution::RunExecution(const EngineDeps& deps, const EngineOptions& options,
       origin_ns_(deps.clock->nowNs()),
       recorder_(*deps.store),
       timeline_({deps.store, deps.agents, deps.clock, &recorder_, run_id, origin_ns_,
-                 [this] { progressed(); }},
+                 [this] { progressed(); }, options.schedule_above_agents},
                 Fabric{}) {}
 
 bool RunExecution::stalled(int64_t now_ns, int64_t stale_ns) const {

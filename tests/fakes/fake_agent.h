@@ -163,8 +163,13 @@ class FakeAgent : public agent::Agent {
     int64_t delivered_ns = 0;
     int64_t at_ns = 0;
   };
+  // With applies_on_schedule: scheduleFault refuses, as an agent of an older version does.
+  bool refuse_schedules = false;
   bool appliesOnSchedule() const override { return applies_on_schedule; }
   core::Status scheduleFault(const injectors::Fault& fault, int64_t at_ns) override {
+    if (refuse_schedules) {
+      return core::Status(core::StatusCode::kInvalidArgument, "unknown field apply_at_ns");
+    }
     std::lock_guard lock(mu_);
     log_.push_back("schedule " + ifnameOf(fault));
     deliveries_.push_back({ifnameOf(fault), core::steadyNowNs(), at_ns});

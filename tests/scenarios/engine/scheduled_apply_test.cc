@@ -21,6 +21,11 @@ class ScheduledApplyTest : public EngineFixture {
     EngineFixture::SetUp();
     agent_.applies_on_schedule = true;
   }
+  EngineOptions options() override {
+    EngineOptions o = EngineFixture::options();
+    o.schedule_above_agents = 0;  // one agent is enough here
+    return o;
+  }
 };
 
 TEST_F(ScheduledApplyTest, TheFaultIsHandedOutBeforeItsInstantAndItsWindowOpensWhenApplied) {
@@ -95,6 +100,42 @@ TEST_F(ScheduledApplyTest, AScheduledApplyThatFailsEndsTheRunInErrorAndLeavesNot
   EXPECT_NE(errors[0].detail["error"].get<std::string>().find("injected failure"),
             std::string::npos);
   EXPECT_TRUE(store_->unrevertedJournal()->empty());
+}
+
+TEST_F(ScheduledApplyTest, AFaultThatCannotBeHandedOverIsAppliedAtTheInstant) {
+  agent_.refuse_schedules = true;  // an agent of an older version
+  engine_->start();
+  auto id = engine_->submit(flapScenario(1), "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  ASSERT_EQ(waitForState(*id, kFinalStates, 15000), "passed") << store_->getRun(*id)->error;
+  const auto applied = eventsOfKind(*id, "fault_applied");
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].detail["delivery"], "at_once");
+  EXPECT_GE(applied[0].detail["in_force_ms"].get<double>(),
+            applied[0].detail["scheduled_ms"].get<double>());
+  EXPECT_EQ(agent_.activeFaults(), 0u);
+}
+
+// Below the threshold (by default more than one wave of concurrent calls), agents that could
+// act on schedule are called at the instant: a small lab gains nothing from it.
+class SmallFleetTest : public EngineFixture {
+ protected:
+  void SetUp() override {
+    EngineFixture::SetUp();
+    agent_.applies_on_schedule = true;
+  }
+};
+
+TEST_F(SmallFleetTest, AFewRemoteAgentsAreCalledAtTheInstant) {
+  engine_->start();
+  auto id = engine_->submit(flapScenario(1), "netns-lab");
+  ASSERT_TRUE(id.isOk());
+  ASSERT_EQ(waitForState(*id, kFinalStates, 15000), "passed") << store_->getRun(*id)->error;
+  EXPECT_TRUE(agent_.deliveries().empty());
+  EXPECT_EQ(agent_.log(), (std::vector<std::string>{"apply p1", "revert p1"}));
+  const auto applied = eventsOfKind(*id, "fault_applied");
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].detail["delivery"], "at_once");
 }
 
 TEST_F(ScheduledApplyTest, AnAgentThatAppliesAtOnceIsCalledAtTheInstant) {
