@@ -240,6 +240,14 @@ Status FaultTimeline::apply(const std::vector<size_t>& indices,
   return first_error;
 }
 
+std::vector<Status> FaultTimeline::runIndexed(const std::vector<size_t>& which,
+                                              const std::function<Status(size_t)>& call) {
+  std::vector<std::function<Status()>> batch;
+  batch.reserve(which.size());
+  for (size_t i : which) batch.push_back([&call, i] { return call(i); });
+  return calls_.run(batch);
+}
+
 std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<Call>& calls,
                                                               double scheduled_ms) {
   std::vector<Outcome> outcomes(calls.size());
@@ -260,12 +268,8 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   auto faultOf = [&](size_t i) -> const injectors::Fault& {
     return stacks_.at(calls[i].stack).fault;
   };
-  auto runEach = [&](const std::vector<size_t>& which,
-                     const std::function<Status(size_t)>& call) -> std::vector<Status> {
-    std::vector<std::function<Status()>> batch;
-    batch.reserve(which.size());
-    for (size_t i : which) batch.push_back([&call, i] { return call(i); });
-    return calls_.run(batch);
+  auto runEach = [&](const std::vector<size_t>& which, const std::function<Status(size_t)>& call) {
+    return runIndexed(which, call);
   };
   const int64_t at_ns = deps_.origin_ns + static_cast<int64_t>(scheduled_ms * 1e6);
 
@@ -439,10 +443,7 @@ std::map<std::string, double> FaultTimeline::restore(const std::vector<std::stri
   auto stackOf = [&](size_t i) -> const Stack& { return stacks_.at(keys[i]); };
   auto patternOf = [&](size_t i) -> const Pattern& { return patterns_.at(stackOf(i).pattern); };
   auto runEach = [&](const std::vector<size_t>& which, const std::function<Status(size_t)>& call) {
-    std::vector<std::function<Status()>> batch;
-    batch.reserve(which.size());
-    for (size_t i : which) batch.push_back([&call, i] { return call(i); });
-    const std::vector<Status> statuses = calls_.run(batch);
+    const std::vector<Status> statuses = runIndexed(which, call);
     for (size_t k = 0; k < which.size(); ++k) results[which[k]] = statuses[k];
   };
 

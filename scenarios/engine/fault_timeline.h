@@ -158,6 +158,9 @@ class FaultTimeline {
     double delivered_ms = 0;  // scheduled: when the agent had it (run-clock ms)
   };
   std::vector<Outcome> callAgents(const std::vector<Call>& calls, double scheduled_ms);
+  // call(i) for each i of `which`, concurrently (calls_); the statuses in the order of `which`.
+  std::vector<core::Status> runIndexed(const std::vector<size_t>& which,
+                                       const std::function<core::Status(size_t)>& call);
   // Whether `agents` remote agents acting at one instant get it ahead (schedule_above_agents).
   bool handsOutAhead(size_t agents) const;
   // Times calls to scheduling agents, for leadMs(): prepare's captures (one at a time) until
