@@ -27,7 +27,11 @@ struct EngineOptions {
   int64_t ready_timeout_ms = 20000;  // all ranks must form the ring within this
   int base_port = 17000;             // rank port = base_port + run_id % 1000, or the next free one
   int stop_grace_ms = 3000;          // ranks get SIGTERM, then SIGKILL after this
-  int max_parallel_runs = 4;         // runs on disjoint targets executing at once
+  // After a rank dies, how long the other ranks may go on exiting by themselves before they are
+  // stopped: a job's ranks usually fail together, and the rank that exits first is often a victim
+  // ("connection closed by peer") of the one whose error explains the death ("timed out").
+  int rank_death_settle_ms = 2000;
+  int max_parallel_runs = 4;  // runs on disjoint targets executing at once
   // After a run ends, how long failed reverts are retried (with back-off) before the run ends in
   // error with fault_left. Start-up recovery and POST /v1/faults/{id}/revert can retry later.
   int64_t revert_retry_budget_ms = 10000;

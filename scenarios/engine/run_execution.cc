@@ -80,6 +80,7 @@ void RunExecution::execute() {
                                            now() + options_.revert_retry_budget_ms * 1000000);
   const double reverted_ms = msSinceOrigin();
   stopWatching();
+  settleRankDeaths();
   stopping_workload_ = true;
   if (workload_) workload_->stop(options_.stop_grace_ms);
   std::string error;
@@ -143,7 +144,11 @@ void RunExecution::onEvent(int rank, double t_ms, const std::string& kind, const
   }
   if (kind == "rank_error") {
     std::lock_guard lock(mu_);
-    if (first_rank_error_.empty()) first_rank_error_ = describeRankError(rank, d);
+    if (first_rank_error_.empty()) {
+      first_rank_error_ = describeRankError(rank, d);
+    } else {
+      later_rank_errors_.push_back(describeRankError(rank, d));
+    }
   }
 }
 
@@ -158,6 +163,7 @@ void RunExecution::onRankExit(int rank, int exit_code) {
   bool stop = false;
   {
     std::lock_guard lock(mu_);
+    ++exited_ranks_;
     // A rank that dies before we stop it did not survive.
     if (!expected) rank_died_ = true;
     stop = !expected && watching_ && on_rank_death_;
@@ -639,6 +645,19 @@ std::string RunExecution::recordFaultsLeft(const std::vector<LeftFault>& left,
 
 // An aborted run keeps what was measured (with a baseline, its analysis up to the revert) but
 // never passes: its gates are not evaluated. Returns the run's error text.
+void RunExecution::settleRankDeaths() {
+  std::unique_lock lock(mu_);
+  if (!stop_ || stop_->reason != "rank_died" || !workload_) return;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rank_death_settle_ms);
+  ready_cv_.wait_until(lock, deadline, [&] { return exited_ranks_ >= world_; });
+  if (later_rank_errors_.empty()) return;
+  std::string others;
+  for (const std::string& e : later_rank_errors_) others += (others.empty() ? "" : "; ") + e;
+  stop_->detail += "; then " + others;
+  stop_->error += "; then " + others;
+}
+
 std::string RunExecution::recordStop(int reverted, double reverted_ms) {
   StopRequest stop;
   {

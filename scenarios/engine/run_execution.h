@@ -113,6 +113,9 @@ class RunExecution : public agent::WorkloadListener {
   void finish(core::RunState state, std::optional<double> score, const std::string& error);
   std::string recordFaultsLeft(const std::vector<LeftFault>& left, const std::string& error);
   std::string recordStop(int reverted, double reverted_ms);
+  // After a rank death stopped the run: waits up to rank_death_settle_ms for the other ranks to
+  // exit by themselves, and adds what they said to the stop's error.
+  void settleRankDeaths();
   AnalysisParams analysisParams(double baseline_start, double baseline_end,
                                 double observe_end) const;
 
@@ -146,6 +149,8 @@ class RunExecution : public agent::WorkloadListener {
   int ready_ranks_ = 0;
   bool rank_died_ = false;
   std::string first_rank_error_;  // the first rank_error event, said in the run's error (mu_)
+  std::vector<std::string> later_rank_errors_;  // the rank_error events after it (mu_)
+  int exited_ranks_ = 0;
   int64_t sample_count_ = 0;
   double last_busbw_ = 0;
   std::optional<StopRequest> stop_;

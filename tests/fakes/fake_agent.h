@@ -33,6 +33,10 @@ class FakeAgent : public agent::Agent {
   // test can tell whether an instant's faults were sent together; maxApplyConcurrency() says.
   int apply_barrier = 0;
   bool rank_dies_after_first_apply = false;
+  // With rank_dies_after_first_apply: rank 0 dies too, this many ms after rank 1, and each says
+  // why in a rank_error event first, as a job's ranks do when one's error takes down its peers.
+  // -1: rank 0 lives on until it is stopped, and rank 1 dies without a word.
+  int rank0_follows_after_ms = -1;
 
   // Schedules revert call n (1-based, counted over the agent's life) to fail.
   void failRevertOn(int n, const std::string& message = "injected revert failure") {
@@ -276,6 +280,22 @@ class FakeAgent : public agent::Agent {
               die = agent_.kill_rank_ && spec.rank == 1;
             }
             if (die) {
+              if (agent_.rank0_follows_after_ms >= 0) {
+                listener->onEvent(spec.rank, ms(core::steadyNowNs()), "rank_error",
+                                  {{"reason", "exited"},
+                                   {"message", "the command exited with code 1"},
+                                   {"stderr_tail", {"RuntimeError: Connection closed by peer"}}});
+              }
+              listener->onRankExit(spec.rank, 1);
+              std::lock_guard lock(agent_.mu_);
+              agent_.rank1_died_ns_ = core::steadyNowNs();
+              return;
+            }
+            if (followsIntoDeath(spec.rank)) {
+              listener->onEvent(spec.rank, ms(core::steadyNowNs()), "rank_error",
+                                {{"reason", "exited"},
+                                 {"message", "the command exited with code 1"},
+                                 {"stderr_tail", {"RuntimeError: Timed out waiting 8000ms"}}});
               listener->onRankExit(spec.rank, 1);
               return;
             }
@@ -292,6 +312,12 @@ class FakeAgent : public agent::Agent {
       }
     }
     ~Workload() override { stop(0); }
+    bool followsIntoDeath(int rank) {
+      std::lock_guard lock(agent_.mu_);
+      return rank == 0 && agent_.rank0_follows_after_ms >= 0 && agent_.rank1_died_ns_ > 0 &&
+             core::steadyNowNs() - agent_.rank1_died_ns_ >=
+                 int64_t{agent_.rank0_follows_after_ms} * 1000000;
+    }
     void stop(int) override {
       stop_ = true;
       for (auto& t : threads_) {
@@ -317,6 +343,7 @@ class FakeAgent : public agent::Agent {
   int apply_calls_ = 0;
   int observe_calls_ = 0;
   bool kill_rank_ = false;
+  int64_t rank1_died_ns_ = 0;  // when rank 1 died (kill_rank_)
   std::set<std::string> active_;
   std::vector<std::string> log_;
   std::vector<agent::RankSpec> started_ranks_;

@@ -88,6 +88,25 @@ TEST_F(EngineStop, ARankThatDiesAbortsTheRunByDefault) {
   EXPECT_EQ(run.result["fault_windows"].size(), 1u);
 }
 
+// A job's ranks die together: the first to exit is often a victim of the one whose error
+// explains the death. Their errors all reach the run's error, in the order they came.
+TEST_F(EngineStop, RanksThatDieTogetherAreAllNamedInTheRunsError) {
+  agent_.rank_dies_after_first_apply = true;
+  agent_.rank0_follows_after_ms = 100;
+  const auto run = runUntilStopped(longFault(), "rank_died");
+  EXPECT_EQ(run.error,
+            "stop condition: rank 1 exited unexpectedly (exit code 1): rank 1: the command exited "
+            "with code 1 (RuntimeError: Connection closed by peer); then rank 0: the command "
+            "exited with code 1 (RuntimeError: Timed out waiting 8000ms)");
+  EXPECT_NE(run.result["stop"]["detail"].get<std::string>().find("Timed out"), std::string::npos);
+  // Rank 0 exited by itself, not because the run stopped it.
+  int unexpected = 0;
+  for (const auto& e : eventsOfKind(run.id, "rank_exit")) {
+    if (!e.detail["expected"].get<bool>()) ++unexpected;
+  }
+  EXPECT_EQ(unexpected, 2);
+}
+
 TEST_F(EngineStop, BusbwBelowTheFractionForLongEnoughAbortsTheRun) {
   // Iterations take 40 ms instead of 2 ms while faulted: busbw drops to 5% of baseline.
   Scenario scenario = longFault();
