@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <regex>
@@ -77,6 +78,27 @@ class VmLabEndToEnd : public ::testing::Test {
     serve_ = std::make_unique<ServeProcess>(std::vector<std::string>{}, *dir_);
     port_ = serve_->waitForPort(30000);
     return port_ > 0;
+  }
+
+  // Soft-RoCE in the 6.12 guests can panic their kernel under retransmission or QP teardown
+  // ("Oops: double fault" in rxe's receiver or in its rxe_wq work queue; a few runs in twenty).
+  // That is the lab failing, not the product: `attempt` (which starts a run and waits for its end,
+  // asserting nothing about the outcome) runs once more after the test says so, keeps the
+  // consoles and relaunches the lab. A second panic fails the test.
+  void withOneRelaunchOnGuestPanic(const std::string& what, const std::function<void()>& attempt) {
+    for (int n = 1;; ++n) {
+      attempt();
+      if (HasFatalFailure()) return;
+      const std::string panicked = panickedGuest();
+      if (panicked.empty()) return;
+      keepEvidence("attempt" + std::to_string(n));
+      ASSERT_EQ(n, 1) << panicked << "'s kernel panicked again during " << what << ": "
+                      << guestPanicLine(panicked);
+      std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during " << what << " ("
+                << guestPanicLine(panicked)
+                << "); consoles kept; relaunching the lab and running it once more\n";
+      ASSERT_TRUE(relaunchLab()) << *lab_output_;
+    }
   }
 
   static void TearDownTestSuite() {
@@ -233,28 +255,34 @@ TEST_F(VmLabEndToEnd, NetemDelayRunsThroughTheRemoteAgentAndIsMeasuredAndScored)
 // rank 1 reports the peer lost with the injected status, as libibverbs names it; the ring
 // re-forms and the analysis measures its recovery.
 TEST_F(VmLabEndToEnd, AVerbsCompletionErrorBreaksTheRingWhichReformsAndRecovers) {
-  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "verbs-cqe-error"}}.dump());
-  ASSERT_EQ(reply.status, 202) << reply.body;
-  const int64_t id = reply.json()["id"].get<int64_t>();
-  // While it runs, vm1's agent lists rank 1's shim, armed and then with its one injection.
+  int64_t id = 0;
   json shim_seen;
-  const int64_t deadline = steadyNowNs() + 240'000'000'000;
   json run;
-  while (steadyNowNs() < deadline) {
-    run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
-    const std::string state = run.value("state", "");
-    if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
-    const json fabric = httpRequest(port_, "GET", "/v1/fabrics/vm-lab").json();
-    for (const auto& host : fabric.value("hosts", json::array())) {
-      for (const auto& shim : host["agent"].value("verbs_shims", json::array())) {
-        if (shim["rank"] == 1 && !shim["armed"].empty() && shim["armed"][0]["fired"] == 1) {
-          shim_seen = shim;
-          shim_seen["host"] = host["name"];
+  withOneRelaunchOnGuestPanic("the verbs-cqe-error run", [&] {
+    auto reply =
+        httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "verbs-cqe-error"}}.dump());
+    ASSERT_EQ(reply.status, 202) << reply.body;
+    id = reply.json()["id"].get<int64_t>();
+    // While it runs, vm1's agent lists rank 1's shim, armed and then with its one injection.
+    shim_seen = json();
+    const int64_t deadline = steadyNowNs() + 240'000'000'000;
+    while (steadyNowNs() < deadline) {
+      run = httpRequest(port_, "GET", "/v1/runs/" + std::to_string(id)).json();
+      const std::string state = run.value("state", "");
+      if (state == "passed" || state == "failed" || state == "error" || state == "aborted") break;
+      const json fabric = httpRequest(port_, "GET", "/v1/fabrics/vm-lab").json();
+      for (const auto& host : fabric.value("hosts", json::array())) {
+        for (const auto& shim : host["agent"].value("verbs_shims", json::array())) {
+          if (shim["rank"] == 1 && !shim["armed"].empty() && shim["armed"][0]["fired"] == 1) {
+            shim_seen = shim;
+            shim_seen["host"] = host["name"];
+          }
         }
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
+  });
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
   ASSERT_FALSE(shim_seen.is_null()) << "vm1's agent never listed rank 1's shim with its injection";
@@ -390,10 +418,15 @@ TEST_F(VmLabEndToEnd, TheVerbsRingDetectsEachVerbsFaultReformsAndIsMeasured) {
     "tolerance": 0.3,
     "gates": {"require_survival": true}
   })");
-  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
-  ASSERT_EQ(reply.status, 202) << reply.body;
-  const int64_t id = reply.json()["id"].get<int64_t>();
-  const json run = waitForFinalRun(id, 300);
+  int64_t id = 0;
+  json run;
+  withOneRelaunchOnGuestPanic("the verbs-each-fault run", [&] {
+    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
+    ASSERT_EQ(reply.status, 202) << reply.body;
+    id = reply.json()["id"].get<int64_t>();
+    run = waitForFinalRun(id, 300);
+  });
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
   const json events =
@@ -499,25 +532,15 @@ TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) 
   // keeps the consoles, relaunches the lab and runs the scenario once more. A second panic fails
   // the test.
   json run;
-  for (int attempt = 1;; ++attempt) {
+  withOneRelaunchOnGuestPanic("the roce-loss run", [&] {
     ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
     const size_t from = vm1.mark();
     auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
     ASSERT_EQ(reply.status, 202) << reply.body;
-    const int64_t id = reply.json()["id"].get<int64_t>();
-    run = waitForFinalRun(id, 240, &vm1);
-    const std::string panicked = panickedGuest();
-    if (panicked.empty()) {
-      observed_netem_ = vm1.guestSpanOf(hasNetem, from);
-      break;
-    }
-    keepEvidence("attempt" + std::to_string(attempt));
-    ASSERT_EQ(attempt, 1) << panicked << "'s kernel panicked again during the roce-loss run";
-    std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during the roce-loss run ("
-              << guestPanicLine(panicked)
-              << "); consoles kept; relaunching the lab and running the scenario once more\n";
-    ASSERT_TRUE(relaunchLab()) << *lab_output_;
-  }
+    run = waitForFinalRun(reply.json()["id"].get<int64_t>(), 240, &vm1);
+    observed_netem_ = vm1.guestSpanOf(hasNetem, from);
+  });
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
   ASSERT_TRUE(run["score"].is_number());
@@ -530,9 +553,11 @@ TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) 
   const double baseline_end = run["result"]["baseline"]["end_ms"].get<double>();
   // The stored window is the controller's view of when the loss was in force: from the apply's
   // reply (up to ~1.1 s after the scheduled apply while rxe keeps the single TCG vCPU busy) to
-  // the revert's request, at the scheduled instant 4 s after the scheduled apply.
+  // the revert's reply (out_of_force_ms of an at-once revert), which goes out at the scheduled
+  // instant 4 s after the scheduled apply and came back up to 337 ms later under the same load.
   EXPECT_GE(fault_start, baseline_end - 1) << run["timeline"].dump(1);
-  EXPECT_NEAR(fault_end, baseline_end + 4000, 300) << run["timeline"].dump(1);
+  EXPECT_GE(fault_end, baseline_end + 4000 - 1) << run["timeline"].dump(1);
+  EXPECT_LT(fault_end, baseline_end + 4000 + 1500) << run["timeline"].dump(1);
   EXPECT_GT(fault_end - fault_start, 2500) << run["timeline"].dump(1);
   // Cross-checked against vm1 itself. netem was on eth0 for at least the stored window (it was
   // there when the apply answered and still there when the revert was asked for) and at most
