@@ -86,6 +86,7 @@ scenarios::Fabric describeTopology(const LabOptions& options) {
 scenarios::Fabric describeLab(const LabOptions& options) {
   scenarios::Fabric fabric = describeTopology(options);
   for (auto& sw : fabric.switches) sw.egress = options.egress;
+  fabric.segmentation_offloads = options.segmentation_offloads;
   return fabric;
 }
 
@@ -147,6 +148,14 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   }
   if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
   if (options_.egress) FC_RETURN_IF_ERROR(checkEcnMarking(*options_.egress));
+  if (options_.segmentation_offloads && options_.egress &&
+      (options_.egress->pfc || options_.egress->ecn)) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("--offloads on cannot go with ") +
+                      (options_.egress->pfc ? "--pfc" : "--ecn") +
+                      ": the PFC agent and the ECN marker act on wire frames, and with offloads "
+                      "on a port hands them super-packets of up to 64 KB");
+  }
   if (options_.egress && options_.egress->pfc && options_.binary.empty()) {
     return Status(StatusCode::kInvalidArgument,
                   "a lab that honours PFC needs the fabric-chaos binary to run its PFC agent");
@@ -174,7 +183,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     if (present.isOk() && present->size() == labNamespaces(options_).size() && missing.empty()) {
       progress("lab " + options_.name + " is already up (" + summary(fabric) + ")");
       // A lab made by an older version may still have offloads on, or lack the hash reset.
-      FC_RETURN_IF_ERROR(disableOffloads(progress));
+      FC_RETURN_IF_ERROR(settleOffloads(progress));
       if (options_.topology == LabTopology::kLeafSpine) {
         FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
       }
@@ -189,7 +198,7 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
   auto build = [&]() -> Status {
     FC_RETURN_IF_ERROR(options_.topology == LabTopology::kLeafSpine ? buildLeafSpine(progress)
                                                                     : buildStar(fabric, progress));
-    FC_RETURN_IF_ERROR(disableOffloads(progress));
+    FC_RETURN_IF_ERROR(settleOffloads(progress));
     FC_RETURN_IF_ERROR(applyEgress(fabric, progress));
     return writeFabricFile(options_.state_dir, options_.name, fabric);
   };
@@ -392,6 +401,14 @@ Status NetnsLab::waitForConvergence(const Progress& progress) {
   progress("BGP converged in " + std::to_string(ms) +
            " ms: every leaf reaches every other leaf's hosts through all " +
            std::to_string(options_.leaf_spine.spines) + " spines");
+  return Status::ok();
+}
+
+Status NetnsLab::settleOffloads(const Progress& progress) {
+  if (!options_.segmentation_offloads) return disableOffloads(progress);
+  progress(
+      "segmentation offloads stay on (--offloads on): a loss fault drops GSO super-packets of up "
+      "to 64 KB, not single wire packets");
   return Status::ok();
 }
 

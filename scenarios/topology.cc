@@ -249,11 +249,15 @@ Status checkLink(const Fabric& fabric, const Link& link, const std::string& path
 }
 
 Status parseFabric(const json& doc, Fabric& fabric) {
-  FC_RETURN_IF_ERROR(
-      checkRoot(doc, "fabric",
-                {"name", "kind", "hosts", "switches", "links", "switch_links", "ib", "slurm"}));
+  FC_RETURN_IF_ERROR(checkRoot(doc, "fabric",
+                               {"name", "kind", "hosts", "switches", "links", "switch_links", "ib",
+                                "slurm", "segmentation_offloads"}));
   FC_RETURN_IF_ERROR(readRequiredString(doc, "", "name", fabric.name));
   FC_RETURN_IF_ERROR(readString(doc, "", "kind", fabric.kind));
+  if (const json* offloads = find(doc, "segmentation_offloads")) {
+    if (!offloads->is_boolean()) return invalid("segmentation_offloads", "must be a boolean");
+    fabric.segmentation_offloads = offloads->get<bool>();
+  }
   if (find(doc, "hosts") == nullptr) return invalid("hosts", "required");
   FC_RETURN_IF_ERROR(forEachObject(doc, "", "hosts", [&](const json& obj, const std::string& p) {
     Host host;
@@ -495,6 +499,7 @@ nlohmann::json toJson(const Fabric& fabric) {
   }
   if (fabric.ib) out["ib"] = toJson(*fabric.ib);
   if (fabric.slurm) out["slurm"] = toJson(*fabric.slurm);
+  if (fabric.segmentation_offloads) out["segmentation_offloads"] = true;
   return out;
 }
 

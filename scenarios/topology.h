@@ -119,6 +119,10 @@ struct Fabric {
   // JSON "slurm": the Slurm cluster whose nodes the hosts are (scenarios/slurm_fabric.h), for
   // workloads launched through srun; nullopt elsewhere.
   std::optional<SlurmCluster> slurm;
+  // JSON "segmentation_offloads": true on a namespace lab made with `lab up --offloads on`: its
+  // NICs and switch ports hand each hook GSO super-packets of up to 64 KB, so a loss percentage
+  // counts those, not wire packets. Absent (false) elsewhere.
+  bool segmentation_offloads = false;
 
   const Host* findHost(const std::string& name) const;
   const Switch* findSwitch(const std::string& name) const;

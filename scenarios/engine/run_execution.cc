@@ -204,6 +204,10 @@ Status RunExecution::run(const store::RunRecord& record) {
   FC_RETURN_IF_ERROR(checkComposition(*plan));
   fabric_ = fabric.value();
   timeline_.setFabric(fabric_);
+  // Said with the run: on such a lab a loss percentage counts GSO super-packets (docs/lab.md).
+  if (fabric_.segmentation_offloads) {
+    (void)store().setRunAttribute(run_id_, "segmentation_offloads", true);
+  }
   FC_RETURN_IF_ERROR(recordBackends(*plan));
 
   // Allowed, but said plainly: failing a subnet's only SM leaves it without a master until the

@@ -37,5 +37,18 @@ TEST(DescribeLab, RoundTripsThroughTheFabricCodec) {
   EXPECT_EQ(targets->at(0).target, injectors::Target(injectors::InterfaceTarget{"fcl-sw0", "p2"}));
 }
 
+// `lab up --offloads on` is said in the fabric description, and survives its codec; a lab with
+// offloads off (the default) writes nothing new.
+TEST(DescribeLab, KeptOffloadsAreSaidInTheFabric) {
+  LabOptions options;
+  EXPECT_FALSE(scenarios::toJson(describeLab(options)).contains("segmentation_offloads"));
+  options.segmentation_offloads = true;
+  const nlohmann::json doc = scenarios::toJson(describeLab(options));
+  EXPECT_EQ(doc["segmentation_offloads"], true);
+  auto parsed = scenarios::fabricFromJson(doc);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_TRUE(parsed->segmentation_offloads);
+}
+
 }  // namespace
 }  // namespace fabric_chaos::lab

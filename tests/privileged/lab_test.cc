@@ -128,6 +128,44 @@ TEST_F(LabCommand, APartialLabIsRebuilt) {
   EXPECT_EQ(namespacesWithPrefix("fcl-").size(), 3u);
 }
 
+// `--offloads on` keeps the kernel's segmentation offloads (seen with `ethtool -k`, not through
+// the adapter), says so, and is written in the fabric; it refuses the per-frame ECN marker; and
+// a plain `lab up` afterwards is another lab, rebuilt with them off.
+TEST_F(LabCommand, OffloadsOnKeepsTheKernelsSegmentationOffloadsAndSaysSo) {
+  if (runShell("command -v ethtool >/dev/null").exit_code != 0) {
+    FAIL() << "ethtool is needed to observe offloads (deploy/install-deps.sh installs it)";
+  }
+  auto tso = [](const std::string& netns, const std::string& ifname) {
+    const auto out = runShell("ip netns exec " + netns + " ethtool -k " + ifname +
+                              " | sed -n 's/^tcp-segmentation-offload: //p'");
+    return out.out;
+  };
+  auto bad = lab("up --hosts 2 --offloads maybe");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--offloads must be on or off"), std::string::npos) << bad.out;
+  auto with_ecn = lab("up --hosts 2 --link-rate 1gbit --ecn 20k,80k,0.2 --offloads on");
+  EXPECT_NE(with_ecn.exit_code, 0) << with_ecn.out;
+  EXPECT_NE(with_ecn.out.find("--offloads on cannot go with --ecn"), std::string::npos)
+      << with_ecn.out;
+  EXPECT_TRUE(namespacesWithPrefix("fcl-").empty());
+
+  auto up = lab("up --hosts 2 --link-rate 1gbit --offloads on");
+  ASSERT_EQ(up.exit_code, 0) << up.out;
+  EXPECT_NE(up.out.find("segmentation offloads stay on"), std::string::npos) << up.out;
+  EXPECT_EQ(tso("fcl-h0", "eth0"), "on\n");
+  EXPECT_EQ(tso("fcl-sw0", "p1"), "on\n");
+  const auto doc = nlohmann::json::parse(readFile(dir_ + "/fabrics/netns-lab.json"));
+  EXPECT_EQ(doc.value("segmentation_offloads", false), true) << doc.dump();
+
+  auto plain = lab("up --hosts 2 --link-rate 1gbit");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("already up"), std::string::npos) << plain.out;
+  EXPECT_EQ(tso("fcl-h0", "eth0"), "off\n");
+  EXPECT_EQ(tso("fcl-sw0", "p1"), "off\n");
+  EXPECT_FALSE(nlohmann::json::parse(readFile(dir_ + "/fabrics/netns-lab.json"))
+                   .contains("segmentation_offloads"));
+}
+
 TEST_F(LabCommand, WithoutRootUpFailsWithOneClearSentence) {
   auto out = runAsNobody(binary_, {"lab", "up", "--state-dir", dir_});
   EXPECT_EQ(out.exit_code, 1) << out.out;

@@ -126,6 +126,8 @@ std::vector<FabricErrorCase> fabricErrorCases() {
       {"NotAnObject", [](json& d) { d = 3; }, "fabric: must be a JSON object"},
       {"Unknown", [](json& d) { d["racks"] = 2; }, "racks: unknown field"},
       {"NameMissing", [](json& d) { d.erase("name"); }, "name: required"},
+      {"OffloadsNotBoolean", [](json& d) { d["segmentation_offloads"] = "on"; },
+       "segmentation_offloads: must be a boolean"},
       {"NameEmpty", [](json& d) { d["name"] = ""; }, "name: must be a non-empty string"},
       {"HostsMissing", [](json& d) { d.erase("hosts"); }, "hosts: required"},
       {"HostsNotArray", [](json& d) { d["hosts"] = json::object(); }, "hosts: must be an array"},
@@ -234,6 +236,7 @@ TEST(FabricJsonTest, LeafSpineRoundTripsWithLinkLabels) {
   const json star = toJson(testFabric());
   EXPECT_FALSE(star.contains("switch_links"));
   EXPECT_FALSE(star["links"][0].contains("labels"));
+  EXPECT_FALSE(star.contains("segmentation_offloads"));
 }
 
 TEST_P(FabricErrorTest, NamesTheField) { expectRefused(testFabric(), GetParam()); }
