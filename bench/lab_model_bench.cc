@@ -30,17 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_lab.h"
 #include "bench/bench_shell.h"
-#include "injectors/sys/command.h"
-#include "injectors/sys/offloads.h"
-#include "injectors/sys/sysctl.h"
 #include "lab/netns_lab.h"
 #include "lab/port_model.h"
 
 namespace {
 
 using fabric_chaos::lab::LabOptions;
-using fabric_chaos::lab::NetnsLab;
 using nlohmann::json;
 
 constexpr int kHosts = 4;
@@ -141,10 +138,6 @@ int main(int argc, char** argv) {
 
   char dir_template[] = "/tmp/fc-lab-model-bench-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  auto runner = fabric_chaos::sys::makeCommandRunner();
-  auto offloads = fabric_chaos::sys::makeEthtoolOffloads();
-  auto sysctls = fabric_chaos::sys::makeProcSysctls();
-  const auto quiet = [](const std::string&) {};
   std::printf(
       "lab_model_bench: star lab, %d hosts, every switch port modelled (htb line, two "
       "classes, 512 KiB bfifo each); %ld cores\n",
@@ -167,11 +160,8 @@ int main(int argc, char** argv) {
       options.name = "lab-model-bench";
       options.state_dir = dir + "/state";
       options.egress = fabric_chaos::scenarios::EgressModel{*rate, 512 * 1024, {26}};
-      NetnsLab lab(*runner, *offloads, *sysctls, options);
-      auto up = lab.up(quiet);
-      if (!up.isOk()) {
-        std::fprintf(stderr, "lab up: %s\n", up.status().toString().c_str());
-        (void)lab.down(quiet);
+      fabric_chaos::bench::BenchLab lab(options);
+      if (!lab.up()) {
         status = 2;
         break;
       }
@@ -200,10 +190,7 @@ int main(int argc, char** argv) {
           kHosts, pattern_mean / 1e6, pattern_min / 1e6, pattern_mean / modelled);
       std::printf("  ring busbw / iperf3 ring-pattern mean               %.3f\n",
                   pattern_mean > 0 ? ring / pattern_mean : 0.0);
-      if (auto down = lab.down(quiet); !down.isOk()) {
-        std::fprintf(stderr, "lab down: %s\n", down.toString().c_str());
-        status = 2;
-      }
+      if (!lab.down()) status = 2;
     }
     if (status != 0) break;
   }

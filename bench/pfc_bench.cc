@@ -28,16 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_lab.h"
 #include "bench/bench_shell.h"
-#include "injectors/sys/command.h"
-#include "injectors/sys/offloads.h"
-#include "injectors/sys/sysctl.h"
 #include "lab/netns_lab.h"
 
 namespace {
 
 using fabric_chaos::lab::LabOptions;
-using fabric_chaos::lab::NetnsLab;
 
 constexpr double kRateBps = 100e6;
 
@@ -111,10 +108,6 @@ int main(int, char** argv) {
   }
   char dir_template[] = "/tmp/fc-pfc-bench-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  auto runner = fabric_chaos::sys::makeCommandRunner();
-  auto offloads = fabric_chaos::sys::makeEthtoolOffloads();
-  auto sysctls = fabric_chaos::sys::makeProcSysctls();
-  const auto quiet = [](const std::string&) {};
   LabOptions options;
   options.hosts = 3;
   options.prefix = "fcpb";
@@ -124,13 +117,8 @@ int main(int, char** argv) {
   options.egress =
       fabric_chaos::scenarios::EgressModel{static_cast<int64_t>(kRateBps), 512 * 1024, {26}};
   options.egress->pfc = fabric_chaos::scenarios::PfcHonouring{3};
-  NetnsLab lab(*runner, *offloads, *sysctls, options);
-  auto up = lab.up(quiet);
-  if (!up.isOk()) {
-    std::fprintf(stderr, "lab up: %s\n", up.status().toString().c_str());
-    (void)lab.down(quiet);
-    return 2;
-  }
+  fabric_chaos::bench::BenchLab lab(options);
+  if (!lab.up()) return 2;
   std::printf(
       "pfc_bench: star lab, 3 hosts, ports at 100 Mbit/s honouring PFC (lab up --pfc); "
       "%ld cores\n",
@@ -206,7 +194,7 @@ int main(int, char** argv) {
         longest / pause);
   }
   shell("pkill -f 'iperf3 -s -D -p 5701'");
-  (void)lab.down(quiet);
+  (void)lab.down();
   std::filesystem::remove_all(dir);
   return 0;
 }

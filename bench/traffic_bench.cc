@@ -17,17 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_lab.h"
 #include "bench/bench_shell.h"
-#include "injectors/sys/command.h"
-#include "injectors/sys/offloads.h"
-#include "injectors/sys/sysctl.h"
 #include "lab/netns_lab.h"
 #include "lab/port_model.h"
 
 namespace {
 
 using fabric_chaos::lab::LabOptions;
-using fabric_chaos::lab::NetnsLab;
 using nlohmann::json;
 
 constexpr int kRounds = 3;
@@ -115,10 +112,6 @@ int main(int argc, char** argv) {
 
   char dir_template[] = "/tmp/fc-traffic-bench-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  auto runner = fabric_chaos::sys::makeCommandRunner();
-  auto offloads = fabric_chaos::sys::makeEthtoolOffloads();
-  auto sysctls = fabric_chaos::sys::makeProcSysctls();
-  const auto quiet = [](const std::string&) {};
   std::printf(
       "traffic_bench: star lab, 2 hosts, switch ports modelled (htb line, two classes, 512 KiB "
       "bfifo each); one TCP flow h0 -> h1, %d alternate rounds; %ld cores\n",
@@ -137,11 +130,8 @@ int main(int argc, char** argv) {
     options.name = "traffic-bench";
     options.state_dir = dir + "/state";
     options.egress = fabric_chaos::scenarios::EgressModel{*rate, 512 * 1024, {26}};
-    NetnsLab lab(*runner, *offloads, *sysctls, options);
-    auto up = lab.up(quiet);
-    if (!up.isOk()) {
-      std::fprintf(stderr, "lab up: %s\n", up.status().toString().c_str());
-      (void)lab.down(quiet);
+    fabric_chaos::bench::BenchLab lab(options);
+    if (!lab.up()) {
       status = 2;
       break;
     }
@@ -167,10 +157,7 @@ int main(int argc, char** argv) {
         ours / 1e6, ours / modelled);
     std::printf("  traffic generator goodput / iperf3 goodput          %.3f   (target >= 0.9)\n",
                 iperf3 > 0 ? ours / iperf3 : 0.0);
-    if (auto down = lab.down(quiet); !down.isOk()) {
-      std::fprintf(stderr, "lab down: %s\n", down.toString().c_str());
-      status = 2;
-    }
+    if (!lab.down()) status = 2;
   }
   std::filesystem::remove_all(dir);
   const bool left = !shell("ip netns list | grep '^fctb-'").empty();
