@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -81,22 +82,23 @@ class VmLabEndToEnd : public ::testing::Test {
   }
 
   // Soft-RoCE in the 6.12 guests can panic their kernel under retransmission or QP teardown
-  // ("Oops: double fault" in rxe's receiver or in its rxe_wq work queue; a few runs in twenty).
-  // That is the lab failing, not the product: `attempt` (which starts a run and waits for its end,
-  // asserting nothing about the outcome) runs once more after the test says so, keeps the
-  // consoles and relaunches the lab. A second panic fails the test.
-  void withOneRelaunchOnGuestPanic(const std::string& what, const std::function<void()>& attempt) {
+  // ("Oops: double fault" or a bad write in rxe's requester, from its rxe_wq work queue; in one
+  // run in three of the whole file, at most two panics per run). That is the lab failing, not the
+  // product: `attempt` (which starts a run and waits for its end, asserting nothing about the
+  // outcome) runs again after the test says so, keeps the consoles and relaunches the lab, up to
+  // two relaunches. A third panic fails the test.
+  void withRelaunchesOnGuestPanic(const std::string& what, const std::function<void()>& attempt) {
     for (int n = 1;; ++n) {
       attempt();
       if (HasFatalFailure()) return;
       const std::string panicked = panickedGuest();
       if (panicked.empty()) return;
       keepEvidence("attempt" + std::to_string(n));
-      ASSERT_EQ(n, 1) << panicked << "'s kernel panicked again during " << what << ": "
+      ASSERT_LE(n, 2) << panicked << "'s kernel panicked a third time during " << what << ": "
                       << guestPanicLine(panicked);
       std::cout << "vm_e2e: " << panicked << "'s guest kernel panicked during " << what << " ("
                 << guestPanicLine(panicked)
-                << "); consoles kept; relaunching the lab and running it once more\n";
+                << "); consoles kept; relaunching the lab and running it again\n";
       ASSERT_TRUE(relaunchLab()) << *lab_output_;
     }
   }
@@ -258,7 +260,7 @@ TEST_F(VmLabEndToEnd, AVerbsCompletionErrorBreaksTheRingWhichReformsAndRecovers)
   int64_t id = 0;
   json shim_seen;
   json run;
-  withOneRelaunchOnGuestPanic("the verbs-cqe-error run", [&] {
+  withRelaunchesOnGuestPanic("the verbs-cqe-error run", [&] {
     auto reply =
         httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "verbs-cqe-error"}}.dump());
     ASSERT_EQ(reply.status, 202) << reply.body;
@@ -347,22 +349,32 @@ std::string ipv4GidIndexes(const std::string& line) {
 // kernel gave it. The ring loses its connections through vm1, re-forms, and the analysis measures
 // the recovery.
 TEST_F(VmLabEndToEnd, AGidChangeOnRank1BreaksTheRingUntilTheAddressIsBack) {
-  ConsoleWatcher rdma(*dir_ + "/state/vm/vm1.console.log", "FC_RDMA ");
-  ASSERT_NE(rdma.waitFor([](const std::string& v) { return !v.empty(); }, 10000), 0);
-  const std::string before = rdma.latest();
-  ASSERT_FALSE(ipv4GidIndexes(before).empty()) << "vm1's rxe0 has no IPv4-mapped GID: " << before;
-  ASSERT_NE(before.find("ACTIVE"), std::string::npos) << before;
-  const size_t from = rdma.watched().size();
-  // The built-in scenario with the address gone for 5 s instead of 2: in a TCG guest the apply
-  // can land 2.3 s after its instant (CI), and the 0.3 s left of a 2 s window slipped between
-  // two lines of vm1's console, which comes round every ~1.3 s under rxe's load.
-  json scenario = httpRequest(port_, "GET", "/v1/scenarios/gid-change").json();
-  ASSERT_TRUE(scenario.contains("steps")) << scenario.dump();
-  scenario["steps"][0]["duration_ms"] = 5000;
-  auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
-  ASSERT_EQ(reply.status, 202) << reply.body;
-  const int64_t id = reply.json()["id"].get<int64_t>();
-  const json run = waitForFinalRun(id, 240, &rdma);
+  // Made afresh for each attempt: a relaunched lab writes a new console.
+  std::unique_ptr<ConsoleWatcher> watcher;
+  std::string before;
+  size_t from = 0;
+  int64_t id = 0;
+  json run;
+  withRelaunchesOnGuestPanic("the gid-change run", [&] {
+    watcher = std::make_unique<ConsoleWatcher>(*dir_ + "/state/vm/vm1.console.log", "FC_RDMA ");
+    ASSERT_NE(watcher->waitFor([](const std::string& v) { return !v.empty(); }, 10000), 0);
+    before = watcher->latest();
+    ASSERT_FALSE(ipv4GidIndexes(before).empty()) << "vm1's rxe0 has no IPv4-mapped GID: " << before;
+    ASSERT_NE(before.find("ACTIVE"), std::string::npos) << before;
+    from = watcher->watched().size();
+    // The built-in scenario with the address gone for 5 s instead of 2: in a TCG guest the apply
+    // can land 2.3 s after its instant (CI), and the 0.3 s left of a 2 s window slipped between
+    // two lines of vm1's console, which comes round every ~1.3 s under rxe's load.
+    json scenario = httpRequest(port_, "GET", "/v1/scenarios/gid-change").json();
+    ASSERT_TRUE(scenario.contains("steps")) << scenario.dump();
+    scenario["steps"][0]["duration_ms"] = 5000;
+    auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
+    ASSERT_EQ(reply.status, 202) << reply.body;
+    id = reply.json()["id"].get<int64_t>();
+    run = waitForFinalRun(id, 240, watcher.get());
+  });
+  ASSERT_FALSE(HasFatalFailure());
+  ConsoleWatcher& rdma = *watcher;
   ASSERT_TRUE(run.value("state", "") == "passed" || run.value("state", "") == "failed")
       << run.dump(2);
 
@@ -420,7 +432,7 @@ TEST_F(VmLabEndToEnd, TheVerbsRingDetectsEachVerbsFaultReformsAndIsMeasured) {
   })");
   int64_t id = 0;
   json run;
-  withOneRelaunchOnGuestPanic("the verbs-each-fault run", [&] {
+  withRelaunchesOnGuestPanic("the verbs-each-fault run", [&] {
     auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", scenario}}.dump());
     ASSERT_EQ(reply.status, 202) << reply.body;
     id = reply.json()["id"].get<int64_t>();
@@ -528,11 +540,9 @@ TEST_F(VmLabEndToEnd, AnAgentRevertsByItselfWhenTheControllerDies) {
 TEST_F(VmLabEndToEnd, RoceLossCollapsesTheVerbsRingAndItRecoversAfterTheRevert) {
   // A guest kernel can die under retransmission ("Oops: double fault" in kmem_cache_alloc_node
   // from rxe_receiver; 2 of about 20 runs here, when the guests ran with 5-level paging, which
-  // lab/vm_lab.cc now turns off). That is the lab failing, not the product: the test says so,
-  // keeps the consoles, relaunches the lab and runs the scenario once more. A second panic fails
-  // the test.
+  // lab/vm_lab.cc now turns off): withRelaunchesOnGuestPanic.
   json run;
-  withOneRelaunchOnGuestPanic("the roce-loss run", [&] {
+  withRelaunchesOnGuestPanic("the roce-loss run", [&] {
     ConsoleWatcher vm1(*dir_ + "/state/vm/vm1.console.log", "FC_QDISC ");
     const size_t from = vm1.mark();
     auto reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", "roce-loss"}}.dump());
