@@ -13,6 +13,19 @@
 
 namespace fabric_chaos::bench {
 
+// A star lab of `hosts` hosts, its namespaces `prefix`-*, every switch port modelled at
+// `rate_bps` with 512 KiB per class and DSCP 26 in the lossless class.
+inline lab::LabOptions modelledStar(int hosts, const std::string& prefix, const std::string& name,
+                                    const std::string& state_dir, int64_t rate_bps) {
+  lab::LabOptions options;
+  options.hosts = hosts;
+  options.prefix = prefix;
+  options.name = name;
+  options.state_dir = state_dir;
+  options.egress = scenarios::EgressModel{rate_bps, 512 * 1024, {26}};
+  return options;
+}
+
 class BenchLab {
  public:
   explicit BenchLab(lab::LabOptions options)

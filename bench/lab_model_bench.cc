@@ -153,13 +153,9 @@ int main(int argc, char** argv) {
     // Offloads off (the default: a fault's packet is a wire packet), then on (`--offloads on`):
     // side by side, what per-packet CPU costs the lab at this rate.
     for (const bool keep_offloads : {false, true}) {
-      LabOptions options;
+      LabOptions options = fabric_chaos::bench::modelledStar(kHosts, "fcm", "lab-model-bench",
+                                                             dir + "/state", *rate);
       options.segmentation_offloads = keep_offloads;
-      options.hosts = kHosts;
-      options.prefix = "fcm";
-      options.name = "lab-model-bench";
-      options.state_dir = dir + "/state";
-      options.egress = fabric_chaos::scenarios::EgressModel{*rate, 512 * 1024, {26}};
       fabric_chaos::bench::BenchLab lab(options);
       if (!lab.up()) {
         status = 2;

@@ -108,14 +108,9 @@ int main(int, char** argv) {
   }
   char dir_template[] = "/tmp/fc-pfc-bench-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  LabOptions options;
-  options.hosts = 3;
-  options.prefix = "fcpb";
-  options.name = "pfc-bench";
-  options.state_dir = dir + "/state";
+  LabOptions options = fabric_chaos::bench::modelledStar(3, "fcpb", "pfc-bench", dir + "/state",
+                                                         static_cast<int64_t>(kRateBps));
   options.binary = binary;
-  options.egress =
-      fabric_chaos::scenarios::EgressModel{static_cast<int64_t>(kRateBps), 512 * 1024, {26}};
   options.egress->pfc = fabric_chaos::scenarios::PfcHonouring{3};
   fabric_chaos::bench::BenchLab lab(options);
   if (!lab.up()) return 2;

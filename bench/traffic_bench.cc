@@ -24,7 +24,6 @@
 
 namespace {
 
-using fabric_chaos::lab::LabOptions;
 using nlohmann::json;
 
 constexpr int kRounds = 3;
@@ -124,12 +123,8 @@ int main(int argc, char** argv) {
       status = 2;
       break;
     }
-    LabOptions options;
-    options.hosts = 2;
-    options.prefix = "fctb";
-    options.name = "traffic-bench";
-    options.state_dir = dir + "/state";
-    options.egress = fabric_chaos::scenarios::EgressModel{*rate, 512 * 1024, {26}};
+    const fabric_chaos::lab::LabOptions options =
+        fabric_chaos::bench::modelledStar(2, "fctb", "traffic-bench", dir + "/state", *rate);
     fabric_chaos::bench::BenchLab lab(options);
     if (!lab.up()) {
       status = 2;
