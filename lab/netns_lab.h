@@ -76,11 +76,11 @@ class NetnsLab {
   core::Result<scenarios::Fabric> up(const Progress& progress);
   // Removes every namespace with the lab's prefix and the fabric file. OK when nothing is there.
   core::Status down(const Progress& progress);
-  // Turns segmentation offloads off on every lab NIC (up() does it; idempotent). A feature the
-  // driver will not turn off is kFailedPrecondition naming NIC and feature.
-  // Turns segmentation offloads off on every lab NIC and switch port, unless the options keep
-  // them (segmentation_offloads), which it says.
+  // up() calls this: disableOffloads, unless the options keep them (segmentation_offloads),
+  // which it says.
   core::Status settleOffloads(const Progress& progress);
+  // Turns segmentation offloads off on every lab NIC and switch port (idempotent). A feature the
+  // driver will not turn off is kFailedPrecondition naming NIC and feature.
   core::Status disableOffloads(const Progress& progress);
   core::Result<LabStatus> status();
 

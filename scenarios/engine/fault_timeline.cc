@@ -268,16 +268,13 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   auto faultOf = [&](size_t i) -> const injectors::Fault& {
     return stacks_.at(calls[i].stack).fault;
   };
-  auto runEach = [&](const std::vector<size_t>& which, const std::function<Status(size_t)>& call) {
-    return runIndexed(which, call);
-  };
   const int64_t at_ns = deps_.origin_ns + static_cast<int64_t>(scheduled_ms * 1e6);
 
   // 1. Hand the scheduled ones out: each agent holds its fault before the instant.
   std::vector<size_t> delivered;
   if (!on_schedule.empty()) {
     const int64_t started_ns = deps_.clock->nowNs();
-    const std::vector<Status> results = runEach(on_schedule, [&](size_t i) {
+    const std::vector<Status> results = runIndexed(on_schedule, [&](size_t i) {
       Status s = agentOf(i)->scheduleFault(faultOf(i), at_ns);
       outcomes[i].delivered_ms = msNow();
       return s;
@@ -303,7 +300,7 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   if (deps_.clock->nowNs() < at_ns) deps_.clock->sleepUntilNs(at_ns);
   if (!at_once.empty()) {
     const std::vector<Status> results =
-        runEach(at_once, [&](size_t i) { return agentOf(i)->applyFault(faultOf(i)); });
+        runIndexed(at_once, [&](size_t i) { return agentOf(i)->applyFault(faultOf(i)); });
     const double t = msNow();
     for (size_t k = 0; k < at_once.size(); ++k) {
       outcomes[at_once[k]].status = results[k];
@@ -314,7 +311,7 @@ std::vector<FaultTimeline::Outcome> FaultTimeline::callAgents(const std::vector<
   if (!delivered.empty()) {
     const int64_t deadline_ns = std::max(at_ns, deps_.clock->nowNs()) + kConfirmTimeoutMs * 1000000;
     std::vector<int64_t> applied_ns(calls.size(), 0);
-    const std::vector<Status> results = runEach(delivered, [&](size_t i) -> Status {
+    const std::vector<Status> results = runIndexed(delivered, [&](size_t i) -> Status {
       auto applied = agentOf(i)->awaitScheduled(faultOf(i), deadline_ns);
       if (!applied.isOk()) return applied.status();
       applied_ns[i] = applied.value();

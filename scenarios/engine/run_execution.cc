@@ -144,11 +144,7 @@ void RunExecution::onEvent(int rank, double t_ms, const std::string& kind, const
   }
   if (kind == "rank_error") {
     std::lock_guard lock(mu_);
-    if (first_rank_error_.empty()) {
-      first_rank_error_ = describeRankError(rank, d);
-    } else {
-      later_rank_errors_.push_back(describeRankError(rank, d));
-    }
+    rank_errors_.push_back(describeRankError(rank, d));
   }
 }
 
@@ -174,7 +170,7 @@ void RunExecution::onRankExit(int rank, int exit_code) {
                        std::to_string(exit_code) + ")";
     {
       std::lock_guard lock(mu_);
-      if (!first_rank_error_.empty()) what += ": " + first_rank_error_;
+      if (!rank_errors_.empty()) what += ": " + rank_errors_.front();
     }
     requestStop({"rank_died", what, "stop condition: " + what, t_ns});
   }
@@ -393,8 +389,8 @@ Status RunExecution::waitForRing(int64_t timeout_ms) {
       if (rank_died_) {
         return Status(StatusCode::kUnavailable,
                       "a workload rank exited before the workload was ready" +
-                          (first_rank_error_.empty() ? std::string("; see the run's events")
-                                                     : ": " + first_rank_error_));
+                          (rank_errors_.empty() ? std::string("; see the run's events")
+                                                : ": " + rank_errors_.front()));
       }
       if (ready_ranks_ >= world_) return Status::ok();
       if (now() >= ready_deadline) {
@@ -647,21 +643,23 @@ std::string RunExecution::recordFaultsLeft(const std::vector<LeftFault>& left,
   return error.empty() ? text : error + "; " + text;
 }
 
-// An aborted run keeps what was measured (with a baseline, its analysis up to the revert) but
-// never passes: its gates are not evaluated. Returns the run's error text.
 void RunExecution::settleRankDeaths() {
   std::unique_lock lock(mu_);
   if (!stop_ || stop_->reason != "rank_died" || !workload_) return;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rank_death_settle_ms);
   ready_cv_.wait_until(lock, deadline, [&] { return exited_ranks_ >= world_; });
-  if (later_rank_errors_.empty()) return;
+  if (rank_errors_.size() < 2) return;  // the first is in the stop's error already
   std::string others;
-  for (const std::string& e : later_rank_errors_) others += (others.empty() ? "" : "; ") + e;
+  for (size_t i = 1; i < rank_errors_.size(); ++i) {
+    others += (others.empty() ? "" : "; ") + rank_errors_[i];
+  }
   stop_->detail += "; then " + others;
   stop_->error += "; then " + others;
 }
 
+// An aborted run keeps what was measured (with a baseline, its analysis up to the revert) but
+// never passes: its gates are not evaluated. Returns the run's error text.
 std::string RunExecution::recordStop(int reverted, double reverted_ms) {
   StopRequest stop;
   {

@@ -148,8 +148,9 @@ class RunExecution : public agent::WorkloadListener {
   int world_ = 2;
   int ready_ranks_ = 0;
   bool rank_died_ = false;
-  std::string first_rank_error_;  // the first rank_error event, said in the run's error (mu_)
-  std::vector<std::string> later_rank_errors_;  // the rank_error events after it (mu_)
+  // Every rank_error event, described, in arrival order (mu_): the first is said in the run's
+  // error, the others join it when a rank death stopped the run (settleRankDeaths).
+  std::vector<std::string> rank_errors_;
   int exited_ranks_ = 0;
   int64_t sample_count_ = 0;
   double last_busbw_ = 0;

@@ -281,22 +281,18 @@ class FakeAgent : public agent::Agent {
             }
             if (die) {
               if (agent_.rank0_follows_after_ms >= 0) {
-                listener->onEvent(spec.rank, ms(core::steadyNowNs()), "rank_error",
-                                  {{"reason", "exited"},
-                                   {"message", "the command exited with code 1"},
-                                   {"stderr_tail", {"RuntimeError: Connection closed by peer"}}});
+                exitSaying(listener, spec.rank, ms(core::steadyNowNs()),
+                           "RuntimeError: Connection closed by peer");
+              } else {
+                listener->onRankExit(spec.rank, 1);
               }
-              listener->onRankExit(spec.rank, 1);
               std::lock_guard lock(agent_.mu_);
               agent_.rank1_died_ns_ = core::steadyNowNs();
               return;
             }
             if (followsIntoDeath(spec.rank)) {
-              listener->onEvent(spec.rank, ms(core::steadyNowNs()), "rank_error",
-                                {{"reason", "exited"},
-                                 {"message", "the command exited with code 1"},
-                                 {"stderr_tail", {"RuntimeError: Timed out waiting 8000ms"}}});
-              listener->onRankExit(spec.rank, 1);
+              exitSaying(listener, spec.rank, ms(core::steadyNowNs()),
+                         "RuntimeError: Timed out waiting 8000ms");
               return;
             }
             const int64_t start = core::steadyNowNs();
@@ -312,6 +308,16 @@ class FakeAgent : public agent::Agent {
       }
     }
     ~Workload() override { stop(0); }
+    // A rank's command exiting with code 1, its last stderr line `last_words`, as an exec rank
+    // reports it: rank_error, then the exit.
+    static void exitSaying(agent::WorkloadListener* listener, int rank, double t_ms,
+                           const std::string& last_words) {
+      listener->onEvent(rank, t_ms, "rank_error",
+                        {{"reason", "exited"},
+                         {"message", "the command exited with code 1"},
+                         {"stderr_tail", {last_words}}});
+      listener->onRankExit(rank, 1);
+    }
     bool followsIntoDeath(int rank) {
       std::lock_guard lock(agent_.mu_);
       return rank == 0 && agent_.rank0_follows_after_ms >= 0 && agent_.rank1_died_ns_ > 0 &&
