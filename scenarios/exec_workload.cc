@@ -59,9 +59,11 @@ Status readInteger(const json& obj, const std::string& path, std::string_view ke
                    int64_t hi, int64_t& out) {
   const json* value = find(obj, key);
   if (value == nullptr) return Status::ok();
-  if (!value->is_number_integer() || value->get<int64_t>() < lo || value->get<int64_t>() > hi) {
-    return invalid(child(path, key), "must be an integer in [" + std::to_string(lo) + ", " +
-                                         std::to_string(hi) + "]");
+  const std::string expected =
+      "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (!value->is_number_integer()) return invalid(child(path, key), expected);
+  if (value->get<int64_t>() < lo || value->get<int64_t>() > hi) {
+    return json_fields::unacceptable(child(path, key), expected);
   }
   out = value->get<int64_t>();
   return Status::ok();

@@ -12,6 +12,10 @@ Status invalid(const std::string& path, const std::string& what) {
   return Status(StatusCode::kInvalidArgument, path + ": " + what);
 }
 
+Status unacceptable(const std::string& path, const std::string& what) {
+  return Status(StatusCode::kUnprocessable, path + ": " + what);
+}
+
 std::string child(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Field readers shared by the scenario and fabric JSON parsers (internal to scenarios/). Each
-// failure is kInvalidArgument "<path>: <what>", so a user sees which field ("steps[1].kind",
-// "hosts[0].nics[2].name") to fix. Pure; safe from any thread.
+// failure is "<path>: <what>", so a user sees which field ("steps[1].kind",
+// "hosts[0].nics[2].name") to fix: kInvalidArgument (400) for a wrong shape (unknown or missing
+// field, wrong JSON type), kUnprocessable (422) for a well-typed value out of its range. Pure;
+// safe from any thread.
 
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,9 @@
 namespace fabric_chaos::scenarios::json_fields {
 
 core::Status invalid(const std::string& path, const std::string& what);
+// Well-formed but not acceptable: out of range, not among the choices, in conflict with another
+// field (422).
+core::Status unacceptable(const std::string& path, const std::string& what);
 
 // The path of field `key` below `path` ("" is the document itself) and of array element `index`.
 std::string child(const std::string& path, std::string_view key);

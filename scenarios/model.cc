@@ -22,6 +22,7 @@ using json_fields::invalid;
 using json_fields::readNonEmptyString;
 using json_fields::readRequiredString;
 using json_fields::readString;
+using json_fields::unacceptable;
 
 constexpr size_t kMaxSteps = 64;
 // The kernel's IB_DEVICE_NAME_MAX less its terminating NUL.
@@ -47,10 +48,13 @@ Status readInt(const json& obj, const std::string& path, std::string_view key, i
                int64_t hi, Int& out) {
   const json* value = find(obj, key);
   if (value == nullptr) return Status::ok();
+  const std::string expected = "must be an integer in " + range(lo, hi);
   const std::optional<int64_t> v = asInt64(*value);
-  if (!v || *v < lo || *v > hi) {
-    return invalid(child(path, key), "must be an integer in " + range(lo, hi));
+  if (!v) {
+    if (value->is_number_unsigned()) return unacceptable(child(path, key), expected);
+    return invalid(child(path, key), expected);
   }
+  if (*v < lo || *v > hi) return unacceptable(child(path, key), expected);
   out = static_cast<Int>(*v);
   return Status::ok();
 }
@@ -60,14 +64,15 @@ Status readTime(const json& obj, const std::string& path, std::string_view key, 
   const json* value = find(obj, key);
   if (value == nullptr) return Status::ok();
   const std::optional<int64_t> v = asInt64(*value);
-  if (!v || *v < 0) {
+  if (!v) {
     if (value->is_number_unsigned()) {
-      return invalid(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
+      return unacceptable(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
     }
     return invalid(child(path, key), "must be a non-negative integer");
   }
+  if (*v < 0) return unacceptable(child(path, key), "must be a non-negative integer");
   if (*v > kMaxTimeMs) {
-    return invalid(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
+    return unacceptable(child(path, key), "must be at most " + std::to_string(kMaxTimeMs));
   }
   out = *v;
   return Status::ok();
@@ -81,7 +86,7 @@ Status readNumber(const json& obj, const std::string& path, std::string_view key
   if (!value->is_number()) return invalid(child(path, key), expected);
   const double v = value->get<double>();
   const bool in_range = open ? (v > lo && v < hi) : (v >= lo && v <= hi);
-  if (!std::isfinite(v) || !in_range) return invalid(child(path, key), expected);
+  if (!std::isfinite(v) || !in_range) return unacceptable(child(path, key), expected);
   out = v;
   return Status::ok();
 }
@@ -104,7 +109,7 @@ Status parseHosts(const json& obj, const std::string& path, std::vector<std::str
       std::string host;
       FC_RETURN_IF_ERROR(readNonEmptyString((*hosts)[i], element(hosts_path, i), host));
       if (!seen.insert(host).second) {
-        return invalid(element(hosts_path, i), "duplicate host " + host);
+        return unacceptable(element(hosts_path, i), "duplicate host " + host);
       }
       out.push_back(std::move(host));
     }
@@ -115,10 +120,10 @@ Status parseHosts(const json& obj, const std::string& path, std::vector<std::str
 Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out) {
   if (!obj.is_object()) return invalid(path, "must be a JSON object");
   if (const json* kind = find(obj, "kind")) {
-    const auto parsed =
-        kind->is_string() ? parseWorkloadKind(kind->get<std::string>()) : std::nullopt;
-    if (!parsed)
-      return invalid(child(path, "kind"), "must be \"ring\", \"exec\" or \"pytorch-ddp\"");
+    const std::string expected = "must be \"ring\", \"exec\" or \"pytorch-ddp\"";
+    if (!kind->is_string()) return invalid(child(path, "kind"), expected);
+    const auto parsed = parseWorkloadKind(kind->get<std::string>());
+    if (!parsed) return unacceptable(child(path, "kind"), expected);
     out.kind = *parsed;
   }
   if (out.kind != WorkloadKind::kRing) {
@@ -147,9 +152,10 @@ Status parseWorkload(const json& obj, const std::string& path, WorkloadSpec& out
                                  {"kind", "transport", "hosts", "message_bytes", "compute_ms",
                                   "peer_timeout_ms", "reconnect_budget_ms", "dscp"}));
   if (const json* transport = find(obj, "transport")) {
-    if (!transport->is_string() ||
-        (*transport != "tcp" && *transport != "verbs" && *transport != "ib_probe")) {
-      return invalid(child(path, "transport"), "must be \"tcp\", \"verbs\" or \"ib_probe\"");
+    const std::string expected = "must be \"tcp\", \"verbs\" or \"ib_probe\"";
+    if (!transport->is_string()) return invalid(child(path, "transport"), expected);
+    if (*transport != "tcp" && *transport != "verbs" && *transport != "ib_probe") {
+      return unacceptable(child(path, "transport"), expected);
     }
     out.transport = transport->get<std::string>();
   }
@@ -237,9 +243,10 @@ Status parseTarget(const json& obj, const std::string& path, TargetSelector& out
     }
   }
   if (const json* side = find(obj, "side")) {
-    const std::optional<LinkSide> parsed =
-        side->is_string() ? parseLinkSide(side->get<std::string>()) : std::nullopt;
-    if (!parsed) return invalid(child(path, "side"), "must be \"switch\", \"host\" or \"peer\"");
+    const std::string expected = "must be \"switch\", \"host\" or \"peer\"";
+    if (!side->is_string()) return invalid(child(path, "side"), expected);
+    const std::optional<LinkSide> parsed = parseLinkSide(side->get<std::string>());
+    if (!parsed) return unacceptable(child(path, "side"), expected);
     out.side = *parsed;
   }
   if (const json* sources = find(obj, "sources")) {
@@ -318,11 +325,11 @@ Status parseStopConditions(const json& obj, const std::string& path, StopConditi
   }
   FC_RETURN_IF_ERROR(readTime(obj, path, "for_ms", out.for_ms));
   if (out.min_busbw_fraction && out.for_ms <= 0) {
-    return invalid(child(path, "for_ms"), "must be > 0 when min_busbw_fraction is set");
+    return unacceptable(child(path, "for_ms"), "must be > 0 when min_busbw_fraction is set");
   }
   if (!out.min_busbw_fraction && find(obj, "for_ms") != nullptr) {
     // A lone for_ms would silently watch nothing.
-    return invalid(child(path, "for_ms"), "needs min_busbw_fraction");
+    return unacceptable(child(path, "for_ms"), "needs min_busbw_fraction");
   }
   if (const json* on_death = find(obj, "on_rank_death")) {
     if (!on_death->is_boolean()) {
@@ -362,8 +369,8 @@ Status parseInto(const json& doc, Scenario& out) {
   if (const json* steps = find(doc, "steps")) {
     if (!steps->is_array()) return invalid("steps", "must be an array");
     if (steps->size() > kMaxSteps) {
-      return invalid("steps", "at most " + std::to_string(kMaxSteps) + " steps are allowed, got " +
-                                  std::to_string(steps->size()));
+      return unacceptable("steps", "at most " + std::to_string(kMaxSteps) +
+                                       " steps are allowed, got " + std::to_string(steps->size()));
     }
     for (size_t i = 0; i < steps->size(); ++i) {
       FaultStep step;

@@ -19,8 +19,14 @@ using nlohmann::json;
 // error. bench/inject_bench measures what 10 ms phases come out as.
 constexpr int64_t kMinPhaseMs = 10;
 
+// A missing parameter or a wrong shape (400).
 Status invalid(const std::string& path, const std::string& what) {
   return Status(StatusCode::kInvalidArgument, path + ": " + what);
+}
+
+// Well-formed timing the engine cannot run: out of range, too short, inconsistent (422).
+Status unrunnable(const std::string& path, const std::string& what) {
+  return Status(StatusCode::kUnprocessable, path + ": " + what);
 }
 
 // A timing parameter of a repeated pattern, checked against the kind's own declaration of it;
@@ -52,17 +58,17 @@ Status patternParam(const injectors::KindSpec& spec, const json& params, const s
 
 Status checkHonourable(const std::string& path, int64_t ms) {
   if (ms >= kMinPhaseMs) return Status::ok();
-  return invalid(path, std::to_string(ms) +
-                           " ms is shorter than the engine can honour: a phase "
-                           "must last at least " +
-                           std::to_string(kMinPhaseMs) +
-                           " ms (a netlink change and a timer wake-up take up to a few ms under "
-                           "load)");
+  return unrunnable(path, std::to_string(ms) +
+                              " ms is shorter than the engine can honour: a phase "
+                              "must last at least " +
+                              std::to_string(kMinPhaseMs) +
+                              " ms (a netlink change and a timer wake-up take up to a few ms under "
+                              "load)");
 }
 
 Status checkTime(const std::string& path, int64_t v) {
-  if (v < 0) return invalid(path, "must be a non-negative integer");
-  if (v > kMaxTimeMs) return invalid(path, "must be at most " + std::to_string(kMaxTimeMs));
+  if (v < 0) return unrunnable(path, "must be a non-negative integer");
+  if (v > kMaxTimeMs) return unrunnable(path, "must be at most " + std::to_string(kMaxTimeMs));
   return Status::ok();
 }
 
@@ -79,7 +85,7 @@ core::Result<std::vector<FaultPhase>> stepPhases(const FaultStep& step, int inde
     // An unknown kind is refused by validation with the list of kinds; its timing is still
     // checked here, as one window.
     if (step.duration_ms <= 0) {
-      return invalid(prefix + ".duration_ms", "must be > 0 for " + step.kind);
+      return unrunnable(prefix + ".duration_ms", "must be > 0 for " + step.kind);
     }
     FC_RETURN_IF_ERROR(checkHonourable(prefix + ".duration_ms", step.duration_ms));
     phases.push_back({step.at_ms, step.at_ms + step.duration_ms});
@@ -104,15 +110,15 @@ core::Result<std::vector<FaultPhase>> stepPhases(const FaultStep& step, int inde
   // still checked against the scenario's own time limit.
   const int64_t pattern_ms = n * on_ms + (n - 1) * off_ms;
   if (pattern_ms > kMaxTimeMs) {
-    return invalid(prefix + ".params", "the pattern lasts " + std::to_string(pattern_ms) +
-                                           " ms, more than " + std::to_string(kMaxTimeMs));
+    return unrunnable(prefix + ".params", "the pattern lasts " + std::to_string(pattern_ms) +
+                                              " ms, more than " + std::to_string(kMaxTimeMs));
   }
   if (step.duration_ms > 0 && step.duration_ms != pattern_ms) {
-    return invalid(prefix + ".duration_ms",
-                   std::to_string(step.duration_ms) + " does not match the " + step.kind +
-                       " pattern: " + pattern.count_param + "*" + pattern.on_param + " + (" +
-                       pattern.count_param + "-1)*" + pattern.off_param + " = " +
-                       std::to_string(pattern_ms) + "; omit duration_ms to derive it");
+    return unrunnable(prefix + ".duration_ms",
+                      std::to_string(step.duration_ms) + " does not match the " + step.kind +
+                          " pattern: " + pattern.count_param + "*" + pattern.on_param + " + (" +
+                          pattern.count_param + "-1)*" + pattern.off_param + " = " +
+                          std::to_string(pattern_ms) + "; omit duration_ms to derive it");
   }
   phases.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

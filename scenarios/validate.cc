@@ -99,7 +99,7 @@ Status validate(const Scenario& scenario, const Fabric* fabric, const KindCatalo
   }
   const int64_t planned = scenario.plannedDurationMs();
   if (planned > scenario.max_duration_ms) {
-    return Status(StatusCode::kInvalidArgument,
+    return Status(StatusCode::kUnprocessable,
                   "max_duration_ms: the scenario needs " + std::to_string(planned) +
                       " ms (baseline + fault steps + recovery), more than max_duration_ms " +
                       std::to_string(scenario.max_duration_ms));

@@ -53,8 +53,10 @@ Status parseWorkloadLauncher(const json& obj, const std::string& path, WorkloadL
     }
   }
   if (const json* wait = find(*options, "wait_s")) {
-    if (!wait->is_number_integer() || wait->get<int64_t>() < 1 || wait->get<int64_t>() > 3600) {
-      return invalid(child(at, "wait_s"), "must be an integer in [1, 3600]");
+    const std::string expected = "must be an integer in [1, 3600]";
+    if (!wait->is_number_integer()) return invalid(child(at, "wait_s"), expected);
+    if (wait->get<int64_t>() < 1 || wait->get<int64_t>() > 3600) {
+      return json_fields::unacceptable(child(at, "wait_s"), expected);
     }
     slurm.wait_s = wait->get<int>();
   }

@@ -155,10 +155,6 @@ LossBackends onlyBackend(LossBackend backend, const std::string& reason) {
   return backends;
 }
 
-core::Status unprocessable(const std::string& param, const std::string& problem) {
-  return core::Status(core::StatusCode::kUnprocessable, param + ": " + problem);
-}
-
 }  // namespace
 
 PacketLoss::PacketLoss(LossBackends backends, sys::Qdiscs* qdiscs, sys::Nftables* nftables)
@@ -228,14 +224,14 @@ core::Status PacketLoss::validate(const json& params) const {
   const LossBackend backend = backendFor(params);
   if (forced != params.end()) {
     if (core::Status usable = checkAvailable(backend); !usable.isOk()) {
-      return unprocessable("backend", usable.message());
+      return unacceptableParam("backend", usable.message());
     }
   }
   // netem is an egress qdisc. Ingress would need the packets redirected through an IFB device,
   // which this injector does not do; say so instead of silently dropping on one side only.
   const std::string dir = directionOf(params);
   if (backend == LossBackend::kNetem && dir != "egress") {
-    return unprocessable(
+    return unacceptableParam(
         "direction",
         "\"" + dir + "\"" + (params.contains("direction") ? "" : " (the default)") +
             " needs loss on ingress, which the netem backend cannot do (netem is an egress "
@@ -247,9 +243,9 @@ core::Status PacketLoss::validate(const json& params) const {
   // 0 is "no correlation", which every backend does; reject only a real request.
   if (correlation != params.end() && backend != LossBackend::kNetem &&
       correlation->get<double>() != 0) {
-    return invalid("correlation", backends_.netem
-                                      ? "needs the netem backend; this fault uses nftables"
-                                      : "needs the netem backend; this kernel has no sch_netem");
+    return unacceptableParam(
+        "correlation", backends_.netem ? "needs the netem backend; this fault uses nftables"
+                                       : "needs the netem backend; this kernel has no sch_netem");
   }
   return core::Status::ok();
 }

@@ -19,7 +19,9 @@
 namespace fabric_chaos::injectors {
 namespace {
 
-core::Status invalid(const std::string& param, const std::string& problem) {
+// The document's shape is wrong: not an object, an unknown or missing name, a value of the wrong
+// JSON type (400).
+core::Status malformed(const std::string& param, const std::string& problem) {
   return core::Status(core::StatusCode::kInvalidArgument, param + ": " + problem);
 }
 
@@ -38,6 +40,10 @@ bool inRange(const ParamSpec& param, double v) {
 
 }  // namespace
 
+core::Status unacceptableParam(const std::string& param, const std::string& problem) {
+  return core::Status(core::StatusCode::kUnprocessable, param + ": " + problem);
+}
+
 core::Status checkParamValue(const ParamSpec& param, const json& value) {
   const std::string range = describeRange(param);
   switch (param.type) {
@@ -46,45 +52,48 @@ core::Status checkParamValue(const ParamSpec& param, const json& value) {
       if (value.is_number_unsigned()) {
         // Above int64: out of any range we declare.
         if (value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-          return invalid(param.name, expected);
+          return unacceptableParam(param.name, expected);
         }
       } else if (!value.is_number_integer()) {
-        return invalid(param.name, expected);
+        return malformed(param.name, expected);
       }
       if (!inRange(param, static_cast<double>(value.get<int64_t>()))) {
-        return invalid(param.name, expected);
+        return unacceptableParam(param.name, expected);
       }
       return core::Status::ok();
     }
     case ParamType::kNumber: {
       const std::string expected = "must be a number" + (range.empty() ? "" : " in " + range);
-      if (!value.is_number() || !inRange(param, value.get<double>())) {
-        return invalid(param.name, expected);
-      }
+      if (!value.is_number()) return malformed(param.name, expected);
+      if (!inRange(param, value.get<double>())) return unacceptableParam(param.name, expected);
       return core::Status::ok();
     }
     case ParamType::kBoolean:
-      if (!value.is_boolean()) return invalid(param.name, "must be true or false");
+      if (!value.is_boolean()) return malformed(param.name, "must be true or false");
       return core::Status::ok();
-    case ParamType::kChoice:
-      if (!value.is_string() || std::find(param.choices.begin(), param.choices.end(),
-                                          value.get<std::string>()) == param.choices.end()) {
-        return invalid(param.name, "must be one of " + joined(param.choices));
+    case ParamType::kChoice: {
+      const std::string expected = "must be one of " + joined(param.choices);
+      if (!value.is_string()) return malformed(param.name, expected);
+      if (std::find(param.choices.begin(), param.choices.end(), value.get<std::string>()) ==
+          param.choices.end()) {
+        return unacceptableParam(param.name, expected);
       }
       return core::Status::ok();
+    }
     case ParamType::kObject:
-      if (!value.is_object()) return invalid(param.name, "must be an object");
+      if (!value.is_object()) return malformed(param.name, "must be an object");
       return core::Status::ok();
     case ParamType::kIntegerList: {
       const std::string expected =
           "must be a non-empty list of distinct integers" + (range.empty() ? "" : " in " + range);
-      if (!value.is_array() || value.empty()) return invalid(param.name, expected);
+      if (!value.is_array()) return malformed(param.name, expected);
+      if (value.empty()) return unacceptableParam(param.name, expected);
       std::vector<int64_t> seen;
       for (const json& item : value) {
-        if (!item.is_number_integer() ||
-            !inRange(param, static_cast<double>(item.get<int64_t>())) ||
+        if (!item.is_number_integer()) return malformed(param.name, expected);
+        if (!inRange(param, static_cast<double>(item.get<int64_t>())) ||
             std::find(seen.begin(), seen.end(), item.get<int64_t>()) != seen.end()) {
-          return invalid(param.name, expected);
+          return unacceptableParam(param.name, expected);
         }
         seen.push_back(item.get<int64_t>());
       }
@@ -126,18 +135,18 @@ const KindSpec* findKindSpec(std::string_view kind) {
 }
 
 core::Status checkParams(const KindSpec& spec, const json& params) {
-  if (!params.is_object()) return invalid("params", "must be an object");
+  if (!params.is_object()) return malformed("params", "must be an object");
   for (const auto& [key, value] : params.items()) {
     if (spec.param(key) == nullptr) {
       std::vector<std::string> names;
       for (const ParamSpec& p : spec.params) names.push_back(p.name);
-      return invalid(key, "unknown parameter (expected " + joined(names) + ")");
+      return malformed(key, "unknown parameter (expected " + joined(names) + ")");
     }
   }
   for (const ParamSpec& param : spec.params) {
     auto it = params.find(param.name);
     if (it == params.end()) {
-      if (param.required) return invalid(param.name, "required");
+      if (param.required) return malformed(param.name, "required");
       continue;
     }
     FC_RETURN_IF_ERROR(checkParamValue(param, *it));

@@ -85,12 +85,19 @@ const std::vector<const KindSpec*>& kindSpecs();
 const KindSpec* findKindSpec(std::string_view kind);
 
 // Checks `params` against the schema: an object, no undeclared names, every required one present,
-// types, choices and ranges. kInvalidArgument "<name>: <problem>" ("down_ms: must be an integer
-// in 1..600000"); cross-parameter rules stay with the kind's own validate().
+// types, choices and ranges; "<name>: <problem>" ("down_ms: must be an integer in 1..600000").
+// A wrong shape (not an object, an unknown or missing name, a wrong JSON type) is
+// kInvalidArgument (400); a well-typed value the kind cannot take (out of range, not one of the
+// choices, a repeated list item) is kUnprocessable (422). Cross-parameter rules stay with the
+// kind's own validate(), and are kUnprocessable too (unacceptableParam).
 core::Status checkParams(const KindSpec& spec, const json& params);
 
-// One parameter's value against its declaration: "<name>: <problem>".
+// One parameter's value against its declaration: "<name>: <problem>", coded as checkParams says.
 core::Status checkParamValue(const ParamSpec& param, const json& value);
+
+// A well-formed parameter the kind cannot take, alone or with the others: kUnprocessable (422)
+// "<name>: <problem>".
+core::Status unacceptableParam(const std::string& param, const std::string& problem);
 
 // `params` with each absent parameter that has a default filled in.
 json withDefaults(const KindSpec& spec, const json& params);

@@ -46,17 +46,15 @@ core::Status checkPfcConfigParams(const json& params) {
   const bool enable = params.contains("enable");
   const bool disable = params.contains("disable");
   if (!enable && !disable) {
-    return core::Status(core::StatusCode::kInvalidArgument,
-                        "disable: name the priorities to change (disable, enable or both)");
+    return unacceptableParam("disable", "name the priorities to change (disable, enable or both)");
   }
   if (enable && disable) {
     std::set<int> on;
     for (const json& p : params["enable"]) on.insert(p.get<int>());
     for (const json& p : params["disable"]) {
       if (on.count(p.get<int>()) != 0) {
-        return core::Status(
-            core::StatusCode::kInvalidArgument,
-            "enable: priority " + std::to_string(p.get<int>()) + " is also in disable");
+        return unacceptableParam(
+            "enable", "priority " + std::to_string(p.get<int>()) + " is also in disable");
       }
     }
   }

@@ -102,23 +102,24 @@ const KindSpec& pfcStormSpec() {
 }
 
 core::Status checkPfcStormParams(const json& params) {
-  auto invalid = [](const std::string& message) {
-    return core::Status(core::StatusCode::kInvalidArgument, message);
+  auto unacceptable = [](const std::string& message) {
+    return core::Status(core::StatusCode::kUnprocessable, message);
   };
   const json full = withDefaults(pfcStormSpec(), params);
   const std::string mode = full.value("mode", "continuous");
   if (mode == "rate" && !full.contains("rate_fps")) {
-    return invalid("rate_fps: required with mode \"rate\"");
+    return unacceptable("rate_fps: required with mode \"rate\"");
   }
   if (mode != "rate" && full.contains("rate_fps")) {
-    return invalid("rate_fps: only with mode \"rate\" (continuous mode paces by the link speed)");
+    return unacceptable(
+        "rate_fps: only with mode \"rate\" (continuous mode paces by the link speed)");
   }
   if (mode == "continuous" && full.value("quanta", 65535) == 0) {
-    return invalid("quanta: must be at least 1 in continuous mode (0 pauses nothing)");
+    return unacceptable("quanta: must be at least 1 in continuous mode (0 pauses nothing)");
   }
   if (full.contains("on_ms") != full.contains("off_ms")) {
-    return invalid(std::string(full.contains("on_ms") ? "off_ms" : "on_ms") +
-                   ": on_ms and off_ms come together");
+    return unacceptable(std::string(full.contains("on_ms") ? "off_ms" : "on_ms") +
+                        ": on_ms and off_ms come together");
   }
   return core::Status::ok();
 }

@@ -60,9 +60,9 @@ core::Status checkTrafficParams(const KindSpec& spec, const json& params) {
   FC_RETURN_IF_ERROR(checkParams(spec, params));
   if (params.is_object() && params.value("transport", "tcp") == "verbs" &&
       params.contains("congestion_control")) {
-    return core::Status(core::StatusCode::kInvalidArgument,
-                        "congestion_control: TCP's; verbs flows have no congestion control to "
-                        "choose (RoCE's is the NIC's, DCQCN on real hardware)");
+    return unacceptableParam("congestion_control",
+                             "TCP's; verbs flows have no congestion control to choose (RoCE's is "
+                             "the NIC's, DCQCN on real hardware)");
   }
   return core::Status::ok();
 }

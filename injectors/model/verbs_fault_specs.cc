@@ -217,20 +217,22 @@ Status checkOpcode(VerbsFaultKind kind, const json& params) {
   if (kind == VerbsFaultKind::kPostFail) {
     const std::string op = params.value("op", "send");
     if (op == "send" && opcode == "recv") {
-      return invalid("opcode",
-                     "ibv_post_send never posts receives: with op send, use send, rdma_write, "
-                     "rdma_read or atomic (or op recv)");
+      return unacceptableParam(
+          "opcode",
+          "ibv_post_send never posts receives: with op send, use send, rdma_write, "
+          "rdma_read or atomic (or op recv)");
     }
     if (op == "recv" && opcode != "recv") {
-      return invalid("opcode", "ibv_post_recv posts receives only: with op recv, use recv");
+      return unacceptableParam("opcode",
+                               "ibv_post_recv posts receives only: with op recv, use recv");
     }
   }
   const std::string qp_type = params.value("qp_type", "");
   if (qp_type == "ud" && opcode != "send" && opcode != "recv") {
-    return invalid("opcode", "ud QPs carry sends and receives only, never " + opcode);
+    return unacceptableParam("opcode", "ud QPs carry sends and receives only, never " + opcode);
   }
   if (qp_type == "uc" && (opcode == "rdma_read" || opcode == "atomic")) {
-    return invalid("opcode", "uc QPs have no " + opcode + " (RC only)");
+    return unacceptableParam("opcode", "uc QPs have no " + opcode + " (RC only)");
   }
   return Status::ok();
 }
@@ -307,7 +309,7 @@ core::Result<ShimFault> shimFaultOf(const std::string& kind, const json& params)
   // here, before any process is touched.
   auto wire = verbs_shim::shimFaultFromJson(verbs_shim::toJson(fault));
   if (!wire.isOk()) {
-    return Status(StatusCode::kInvalidArgument,
+    return Status(StatusCode::kUnprocessable,
                   spec.kind + ": the verbs shim would refuse it (" + wire.status().message() + ")");
   }
   return fault;

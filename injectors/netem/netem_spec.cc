@@ -43,7 +43,9 @@ bool oneOf(const std::string_view (&set)[N], const std::string& value) {
   return std::find(std::begin(set), std::end(set), value) != std::end(set);
 }
 
-core::Status invalid(const std::string& param, const std::string& problem) {
+// A wrong shape (unknown or missing name, wrong JSON type): 400. A well-typed value netem cannot
+// take, alone or with the others, is unacceptableParam's 422.
+core::Status malformed(const std::string& param, const std::string& problem) {
   return core::Status(core::StatusCode::kInvalidArgument, param + ": " + problem);
 }
 
@@ -58,10 +60,10 @@ core::Status readNumber(const json& params, const std::string& name, const std::
   const std::string expected =
       "must be a number in " +
       (open_low ? "(" + formatNumber(low) + ", " + formatNumber(high) + "]" : range(low, high));
-  if (!it->is_number()) return invalid(param, expected);
+  if (!it->is_number()) return malformed(param, expected);
   double value = it->get<double>();
   bool low_ok = open_low ? value > low : value >= low;
-  if (!low_ok || !(value <= high)) return invalid(param, expected);
+  if (!low_ok || !(value <= high)) return unacceptableParam(param, expected);
   *out = value;
   return core::Status::ok();
 }
@@ -76,28 +78,29 @@ core::Status readInteger(const json& params, const std::string& name, double low
                          double* out) {
   auto it = params.find(name);
   if (it == params.end()) return core::Status::ok();
-  if (!it->is_number() || it->get<double>() != std::floor(it->get<double>()) ||
-      it->get<double>() < low || it->get<double>() > high) {
-    return invalid(name, "must be an integer in " + range(low, high));
+  const std::string expected = "must be an integer in " + range(low, high);
+  if (!it->is_number() || it->get<double>() != std::floor(it->get<double>())) {
+    return malformed(name, expected);
   }
+  if (it->get<double>() < low || it->get<double>() > high) return unacceptableParam(name, expected);
   *out = it->get<double>();
   return core::Status::ok();
 }
 
 core::Result<sys::GilbertElliott> gilbertElliott(const json& model) {
   if (!model.is_object() || model.size() != 1 || !model.contains("gilbert_elliott")) {
-    return invalid("loss_model", "must be {\"gilbert_elliott\": {\"p\", \"r\", \"h\", \"k\"}}");
+    return malformed("loss_model", "must be {\"gilbert_elliott\": {\"p\", \"r\", \"h\", \"k\"}}");
   }
   const json& ge = model["gilbert_elliott"];
   const std::string prefix = "loss_model.gilbert_elliott";
-  if (!ge.is_object()) return invalid(prefix, "must be an object with p, r, h, k (percent)");
+  if (!ge.is_object()) return malformed(prefix, "must be an object with p, r, h, k (percent)");
   for (const auto& [key, value] : ge.items()) {
     if (key != "p" && key != "r" && key != "h" && key != "k") {
-      return invalid(prefix + "." + key, "unknown parameter (expected p, r, h, k)");
+      return malformed(prefix + "." + key, "unknown parameter (expected p, r, h, k)");
     }
   }
   for (const char* required : {"p", "r"}) {
-    if (!ge.contains(required)) return invalid(prefix + "." + required, "required (percent)");
+    if (!ge.contains(required)) return malformed(prefix + "." + required, "required (percent)");
   }
   sys::GilbertElliott out;
   FC_RETURN_IF_ERROR(readNumber(ge, "p", prefix + ".p", 0, 100, &out.p, true));
@@ -112,15 +115,15 @@ double round6(double v) { return std::round(v * 1e6) / 1e6; }
 }  // namespace
 
 core::Result<sys::NetemSpec> netemSpecFromParams(const json& params) {
-  if (!params.is_object()) return invalid("params", "must be an object");
+  if (!params.is_object()) return malformed("params", "must be an object");
   for (const auto& [key, value] : params.items()) {
     if (!oneOf(kKeys, key)) {
-      return invalid(key,
-                     "unknown parameter (expected delay_ms, jitter_ms, delay_correlation, "
-                     "distribution, loss_percent, loss_correlation, loss_model, "
-                     "duplicate_percent, duplicate_correlation, corrupt_percent, "
-                     "corrupt_correlation, reorder_percent, reorder_correlation, reorder_gap, "
-                     "rate_kbit, limit_packets)");
+      return malformed(key,
+                       "unknown parameter (expected delay_ms, jitter_ms, delay_correlation, "
+                       "distribution, loss_percent, loss_correlation, loss_model, "
+                       "duplicate_percent, duplicate_correlation, corrupt_percent, "
+                       "corrupt_correlation, reorder_percent, reorder_correlation, reorder_gap, "
+                       "rate_kbit, limit_packets)");
     }
   }
   sys::NetemSpec spec;
@@ -130,30 +133,34 @@ core::Result<sys::NetemSpec> netemSpecFromParams(const json& params) {
   FC_RETURN_IF_ERROR(readNumber(params, "delay_correlation", 0, 100, &spec.delay_correlation));
   spec.delay_us = std::llround(delay_ms * 1000);
   spec.jitter_us = std::llround(jitter_ms * 1000);
-  if (spec.jitter_us > 0 && spec.delay_us == 0) return invalid("jitter_ms", "needs delay_ms > 0");
+  if (spec.jitter_us > 0 && spec.delay_us == 0)
+    return unacceptableParam("jitter_ms", "needs delay_ms > 0");
   if (spec.delay_correlation > 0 && spec.jitter_us == 0) {
-    return invalid("delay_correlation", "needs jitter_ms > 0 (it correlates the jitter)");
+    return unacceptableParam("delay_correlation", "needs jitter_ms > 0 (it correlates the jitter)");
   }
   auto distribution = params.find("distribution");
   if (distribution != params.end()) {
-    if (!distribution->is_string() || !oneOf(kDistributions, distribution->get<std::string>())) {
-      return invalid("distribution", "must be one of uniform, normal, pareto, paretonormal");
+    const std::string expected = "must be one of uniform, normal, pareto, paretonormal";
+    if (!distribution->is_string()) return malformed("distribution", expected);
+    if (!oneOf(kDistributions, distribution->get<std::string>())) {
+      return unacceptableParam("distribution", expected);
     }
     spec.distribution = distribution->get<std::string>();
     if (spec.distribution != "uniform" && spec.jitter_us == 0) {
-      return invalid("distribution", "needs jitter_ms > 0 (it shapes the jitter)");
+      return unacceptableParam("distribution", "needs jitter_ms > 0 (it shapes the jitter)");
     }
   }
 
   FC_RETURN_IF_ERROR(readNumber(params, "loss_percent", 0, 100, &spec.loss_percent));
   FC_RETURN_IF_ERROR(readNumber(params, "loss_correlation", 0, 100, &spec.loss_correlation));
   if (spec.loss_correlation > 0 && !(spec.loss_percent > 0)) {
-    return invalid("loss_correlation", "needs loss_percent > 0");
+    return unacceptableParam("loss_correlation", "needs loss_percent > 0");
   }
   auto model = params.find("loss_model");
   if (model != params.end()) {
     if (params.contains("loss_percent") || params.contains("loss_correlation")) {
-      return invalid("loss_model", "cannot be combined with loss_percent/loss_correlation");
+      return unacceptableParam("loss_model",
+                               "cannot be combined with loss_percent/loss_correlation");
     }
     auto ge = gilbertElliott(*model);
     if (!ge.isOk()) return ge.status();
@@ -164,12 +171,12 @@ core::Result<sys::NetemSpec> netemSpecFromParams(const json& params) {
   FC_RETURN_IF_ERROR(
       readNumber(params, "duplicate_correlation", 0, 100, &spec.duplicate_correlation));
   if (spec.duplicate_correlation > 0 && !(spec.duplicate_percent > 0)) {
-    return invalid("duplicate_correlation", "needs duplicate_percent > 0");
+    return unacceptableParam("duplicate_correlation", "needs duplicate_percent > 0");
   }
   FC_RETURN_IF_ERROR(readNumber(params, "corrupt_percent", 0, 100, &spec.corrupt_percent));
   FC_RETURN_IF_ERROR(readNumber(params, "corrupt_correlation", 0, 100, &spec.corrupt_correlation));
   if (spec.corrupt_correlation > 0 && !(spec.corrupt_percent > 0)) {
-    return invalid("corrupt_correlation", "needs corrupt_percent > 0");
+    return unacceptableParam("corrupt_correlation", "needs corrupt_percent > 0");
   }
   FC_RETURN_IF_ERROR(readNumber(params, "reorder_percent", 0, 100, &spec.reorder_percent));
   FC_RETURN_IF_ERROR(readNumber(params, "reorder_correlation", 0, 100, &spec.reorder_correlation));
@@ -177,20 +184,23 @@ core::Result<sys::NetemSpec> netemSpecFromParams(const json& params) {
   FC_RETURN_IF_ERROR(readInteger(params, "reorder_gap", 1, kMaxCount, &gap));
   spec.reorder_gap = static_cast<uint32_t>(gap);
   if (spec.reorder_percent > 0 && spec.delay_us == 0) {
-    return invalid("reorder_percent",
-                   "needs delay_ms > 0 (netem reorders by letting some packets skip the delay)");
+    return unacceptableParam(
+        "reorder_percent",
+        "needs delay_ms > 0 (netem reorders by letting some packets skip the delay)");
   }
   if (spec.reorder_correlation > 0 && !(spec.reorder_percent > 0)) {
-    return invalid("reorder_correlation", "needs reorder_percent > 0");
+    return unacceptableParam("reorder_correlation", "needs reorder_percent > 0");
   }
   if (spec.reorder_gap > 0 && !(spec.reorder_percent > 0)) {
-    return invalid("reorder_gap", "needs reorder_percent > 0");
+    return unacceptableParam("reorder_gap", "needs reorder_percent > 0");
   }
 
   auto rate = params.find("rate_kbit");
   if (rate != params.end()) {
-    if (!rate->is_number() || !(rate->get<double>() > 0) || rate->get<double>() > kMaxRateKbit) {
-      return invalid("rate_kbit", "must be a number in (0, 1e10] (kbit/s, 1 kbit = 1000 bit)");
+    const std::string expected = "must be a number in (0, 1e10] (kbit/s, 1 kbit = 1000 bit)";
+    if (!rate->is_number()) return malformed("rate_kbit", expected);
+    if (!(rate->get<double>() > 0) || rate->get<double>() > kMaxRateKbit) {
+      return unacceptableParam("rate_kbit", expected);
     }
     spec.rate_bytes_per_sec =
         std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(rate->get<double>() * 125.0)));
@@ -203,9 +213,10 @@ core::Result<sys::NetemSpec> netemSpecFromParams(const json& params) {
                         spec.duplicate_percent > 0 || spec.corrupt_percent > 0 ||
                         spec.reorder_percent > 0 || spec.rate_bytes_per_sec > 0;
   if (!impaired) {
-    return invalid("params",
-                   "at least one impairment is required (delay_ms, loss_percent, loss_model, "
-                   "duplicate_percent, corrupt_percent, reorder_percent or rate_kbit above 0)");
+    return unacceptableParam(
+        "params",
+        "at least one impairment is required (delay_ms, loss_percent, loss_model, "
+        "duplicate_percent, corrupt_percent, reorder_percent or rate_kbit above 0)");
   }
   return spec;
 }
@@ -294,16 +305,16 @@ json priorJson(const std::optional<sys::SavedQdisc>& saved) {
 }
 
 core::Result<std::optional<sys::SavedQdisc>> priorFromJson(const json& prior) {
-  if (!prior.is_object()) return invalid("prior", "must be an object");
+  if (!prior.is_object()) return malformed("prior", "must be an object");
   auto is_default = prior.find("default");
   if (is_default == prior.end() || !is_default->is_boolean()) {
-    return invalid("prior.default", "must be true or false");
+    return malformed("prior.default", "must be true or false");
   }
   if (is_default->get<bool>()) return std::optional<sys::SavedQdisc>();
   sys::SavedQdisc saved;
   auto kind = prior.find("kind");
   if (kind == prior.end() || !kind->is_string() || kind->get<std::string>().empty()) {
-    return invalid("prior.kind", "must be a qdisc kind");
+    return malformed("prior.kind", "must be a qdisc kind");
   }
   saved.kind = kind->get<std::string>();
   auto handle = prior.find("handle");
@@ -311,11 +322,11 @@ core::Result<std::optional<sys::SavedQdisc>> priorFromJson(const json& prior) {
   if (handle != prior.end() && handle->is_string()) {
     parsed = sys::parseQdiscHandle(handle->get<std::string>());
   }
-  if (!parsed || *parsed == 0) return invalid("prior.handle", "must be a handle such as \"1:0\"");
+  if (!parsed || *parsed == 0) return malformed("prior.handle", "must be a handle such as \"1:0\"");
   saved.handle = *parsed;
   auto attributes = prior.find("attributes");
   if (attributes == prior.end() || !attributes->is_array()) {
-    return invalid("prior.attributes", "must be an array");
+    return malformed("prior.attributes", "must be an array");
   }
   for (const json& attribute : *attributes) {
     auto type = attribute.find("type");
@@ -323,10 +334,10 @@ core::Result<std::optional<sys::SavedQdisc>> priorFromJson(const json& prior) {
     if (!attribute.is_object() || type == attribute.end() || !type->is_number_integer() ||
         type->get<int64_t>() < 0 || type->get<int64_t>() > 0x3fff || hex == attribute.end() ||
         !hex->is_string()) {
-      return invalid("prior.attributes", "each must be {\"type\": u16, \"hex\": \"..\"}");
+      return malformed("prior.attributes", "each must be {\"type\": u16, \"hex\": \"..\"}");
     }
     auto bytes = fromHex(hex->get<std::string>());
-    if (!bytes) return invalid("prior.attributes", "'hex' must be an even run of hex digits");
+    if (!bytes) return malformed("prior.attributes", "'hex' must be an even run of hex digits");
     saved.attributes.push_back(
         sys::RawAttribute{static_cast<uint16_t>(type->get<int64_t>()), std::move(*bytes)});
   }

@@ -265,9 +265,9 @@ Status RdmaDeviceFault::apply(const Fault& fault) {
       if (!netdev) return netdev.status().withContext(what);
       const auto mtu = fault.params.value("mtu", static_cast<int64_t>(0));
       if (mtu < kMinRdmaMtu || mtu > kMaxRdmaMtu) {
-        return Status(StatusCode::kInvalidArgument, "mtu: must be an integer in " +
-                                                        std::to_string(kMinRdmaMtu) + ".." +
-                                                        std::to_string(kMaxRdmaMtu));
+        return Status(StatusCode::kUnprocessable, "mtu: must be an integer in " +
+                                                      std::to_string(kMinRdmaMtu) + ".." +
+                                                      std::to_string(kMaxRdmaMtu));
       }
       return links_->setMtu(kHostNamespace, *netdev, static_cast<uint32_t>(mtu)).withContext(what);
     }

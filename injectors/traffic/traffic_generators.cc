@@ -19,9 +19,8 @@ core::Result<TrafficSetTarget> checkTrafficSet(const std::string& kind, const Ta
                   kind + " acts on traffic_set targets, not " + describe(target));
   }
   if (set->sinks.size() != 1) {
-    return Status(StatusCode::kInvalidArgument, "target.sinks: " + kind +
-                                                    " has exactly one sink, " +
-                                                    std::to_string(set->sinks.size()) + " given");
+    return Status(StatusCode::kUnprocessable, "target.sinks: " + kind + " has exactly one sink, " +
+                                                  std::to_string(set->sinks.size()) + " given");
   }
   if (set->sinks[0].ifname.empty()) {
     return Status(StatusCode::kInvalidArgument, "target.sinks[0].ifname: required");
@@ -50,12 +49,12 @@ core::Result<TrafficSetTarget> checkTrafficSet(const std::string& kind, const Ta
     }
     // A sources part's sink is another host's: the same interface name is another interface.
     if (set->part != TrafficPart::kSources && source == set->sinks[0]) {
-      return Status(StatusCode::kInvalidArgument,
+      return Status(StatusCode::kUnprocessable,
                     path + ": " + endpointName(source) + " is the sink; it cannot send to itself");
     }
     for (size_t j = 0; j < i; ++j) {
       if (set->sources[j] == source) {
-        return Status(StatusCode::kInvalidArgument,
+        return Status(StatusCode::kUnprocessable,
                       path + ": " + endpointName(source) + " is listed twice");
       }
     }

@@ -115,8 +115,9 @@ TEST_F(AgentOverHttp, ApplyObserveRevertRoundTrip) {
   EXPECT_EQ(kinds[0].kind, "fake_down");
   EXPECT_TRUE(kinds[0].available);
   EXPECT_TRUE(agent->validateFault("fake_down", {{"down_ms", 10}}).isOk());
+  // Out of range: the agent's 422 comes back as such.
   auto bad = agent->validateFault("fake_down", {{"down_ms", -1}});
-  EXPECT_EQ(bad.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.code(), core::StatusCode::kUnprocessable);
   EXPECT_NE(bad.message().find("down_ms"), std::string::npos) << bad.message();
   auto unknown = agent->validateFault("smoke", {});
   EXPECT_EQ(unknown.code(), core::StatusCode::kInvalidArgument);

@@ -417,10 +417,10 @@ TEST_F(ApiTest, CreateScenarioRejectsAndStoresNothing) {
       {"string body", "\"x\"", 400, "INVALID_ARGUMENT", "got string"},
       {"missing version", no_version.dump(), 400, "INVALID_ARGUMENT", "version"},
       {"unknown field", unknown_field.dump(), 400, "INVALID_ARGUMENT", "colour"},
-      {"negative at_ms", bad_time.dump(), 400, "INVALID_ARGUMENT", "steps[0].at_ms"},
+      {"negative at_ms", bad_time.dump(), 422, "UNPROCESSABLE", "steps[0].at_ms"},
       {"unknown kind", bad_kind.dump(), 400, "INVALID_ARGUMENT",
        "steps[0].kind: unknown fault kind \"bogus\"; valid kinds: link_flap, packet_loss"},
-      {"bad params", bad_params.dump(), 400, "INVALID_ARGUMENT", "steps[0].params: percent"},
+      {"bad params", bad_params.dump(), 422, "UNPROCESSABLE", "steps[0].params: percent"},
       {"unknown host", bad_target.dump(), 422, "UNPROCESSABLE", "h9"},
       {"unknown link", bad_link.dump(), 422, "UNPROCESSABLE", "h7-sw0"},
       {"bad name", bad_name.dump(), 400, "INVALID_ARGUMENT", "name"},
@@ -445,13 +445,22 @@ TEST_F(ApiTest, ScenarioValidationWithoutFabric) {
   bad_params["steps"][0]["params"] = json::object();
   expectError(call("POST", "/v1/scenarios", bad_params), 400, "INVALID_ARGUMENT",
               "steps[0].params");
+  // A parameter of the wrong type is a 400, one out of its range a 422; both name it.
+  json percent_text = lossScenario("t");
+  percent_text["steps"][0]["params"]["percent"] = "5";
+  expectError(call("POST", "/v1/scenarios", percent_text), 400, "INVALID_ARGUMENT",
+              "steps[0].params: percent: must be a number in [0, 100]");
+  json percent_high = lossScenario("h");
+  percent_high["steps"][0]["params"]["percent"] = 101;
+  expectError(call("POST", "/v1/scenarios", percent_high), 422, "UNPROCESSABLE",
+              "steps[0].params: percent: must be a number in [0, 100]");
   json no_down = flapScenario("d");
   no_down["steps"][0]["params"].erase("down_ms");
   expectError(call("POST", "/v1/scenarios", no_down), 400, "INVALID_ARGUMENT",
               "steps[0].params.down_ms");
   json too_long = flapScenario("l");
   too_long["max_duration_ms"] = 1000;
-  expectError(call("POST", "/v1/scenarios", too_long), 400, "INVALID_ARGUMENT", "max_duration_ms");
+  expectError(call("POST", "/v1/scenarios", too_long), 422, "UNPROCESSABLE", "max_duration_ms");
   EXPECT_EQ(storedScenarioCount(), 2u);
   // ... but targets cannot be, so an unknown host is accepted.
   json far_host = flapScenario("far");
@@ -602,8 +611,8 @@ TEST_F(ApiTest, SubmitRunRejectsAndCreatesNothing) {
        "INVALID_ARGUMENT", "unknown field \"priority\""},
       {"gates not an object", json{{"scenario", "my-loss"}, {"gates", 1}}.dump(), 400,
        "INVALID_ARGUMENT", "gates: must be an object"},
-      {"bad gate", json{{"scenario", "my-loss"}, {"gates", {{"min_score", 900}}}}.dump(), 400,
-       "INVALID_ARGUMENT", "gates.min_score"},
+      {"bad gate", json{{"scenario", "my-loss"}, {"gates", {{"min_score", 900}}}}.dump(), 422,
+       "UNPROCESSABLE", "gates.min_score"},
       {"inline unknown kind", json{{"scenario", bad_kind}}.dump(), 400, "INVALID_ARGUMENT",
        "valid kinds: link_flap, packet_loss"},
       {"inline unknown target", json{{"scenario", bad_target}}.dump(), 422, "UNPROCESSABLE", "h9"},

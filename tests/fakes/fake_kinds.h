@@ -13,17 +13,19 @@
 
 namespace fabric_chaos::fakes {
 
-// Every kind's params are accepted except a packet_loss without a number "percent" in [0, 100].
+// Every kind's params are accepted except a packet_loss without a number "percent" in [0, 100]:
+// missing or not a number is a 400, out of range a 422, as the real kinds answer.
 inline scenarios::KindCatalog fakeKindCatalog(std::vector<std::string> kinds) {
   scenarios::KindCatalog catalog;
   catalog.kinds = std::move(kinds);
   catalog.validate_params = [](const std::string& kind, const nlohmann::json& params) {
     if (kind == "packet_loss") {
       auto it = params.find("percent");
-      if (it == params.end() || !it->is_number() || *it < 0 || *it > 100) {
-        return core::Status(core::StatusCode::kInvalidArgument,
-                            "percent: must be a number in [0, 100]");
+      const char* expected = "percent: must be a number in [0, 100]";
+      if (it == params.end() || !it->is_number()) {
+        return core::Status(core::StatusCode::kInvalidArgument, expected);
       }
+      if (*it < 0 || *it > 100) return core::Status(core::StatusCode::kUnprocessable, expected);
     }
     return core::Status::ok();
   };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "injectors/link/link_flap.h"
@@ -70,32 +71,38 @@ TEST(CheckParamsTest, AcceptsValidParams) {
   }
 }
 
+// A wrong shape is a 400 (kInvalidArgument); a well-typed value the kind cannot take is a 422
+// (kUnprocessable), as docs/faults.md ("Bad parameters") says.
 TEST(CheckParamsTest, EveryRuleNamesTheParameter) {
   const KindSpec spec = exampleSpec();
-  const std::vector<std::pair<json, std::string>> cases = {
-      {json::array(), "params: must be an object"},
-      {json::object(), "n: required"},
-      {{{"n", 1}, {"x", 1}}, "x: unknown parameter (expected n, share, mode, on, model, big)"},
-      {{{"n", 0}}, "n: must be an integer in 1..600000"},
-      {{{"n", 600001}}, "n: must be an integer in 1..600000"},
-      {{{"n", -5}}, "n: must be an integer in 1..600000"},
-      {{{"n", 1.5}}, "n: must be an integer in 1..600000"},
-      {{{"n", 2.0}}, "n: must be an integer in 1..600000"},
-      {{{"n", "10"}}, "n: must be an integer in 1..600000"},
-      {{{"n", true}}, "n: must be an integer in 1..600000"},
-      {{{"n", 18446744073709551615ULL}}, "n: must be an integer in 1..600000"},
-      {{{"n", 1}, {"share", 0}}, "share: must be a number in (0, 100]"},
-      {{{"n", 1}, {"share", 100.5}}, "share: must be a number in (0, 100]"},
-      {{{"n", 1}, {"share", "5"}}, "share: must be a number in (0, 100]"},
-      {{{"n", 1}, {"mode", "c"}}, "mode: must be one of a, b"},
-      {{{"n", 1}, {"mode", 1}}, "mode: must be one of a, b"},
-      {{{"n", 1}, {"on", 1}}, "on: must be true or false"},
-      {{{"n", 1}, {"model", 1}}, "model: must be an object"},
-      {{{"n", 1}, {"big", 2e10}}, "big: must be a number in (0, 1e10]"},
+  constexpr auto kShape = core::StatusCode::kInvalidArgument;
+  constexpr auto kValue = core::StatusCode::kUnprocessable;
+  const std::vector<std::tuple<json, core::StatusCode, std::string>> cases = {
+      {json::array(), kShape, "params: must be an object"},
+      {json::object(), kShape, "n: required"},
+      {{{"n", 1}, {"x", 1}},
+       kShape,
+       "x: unknown parameter (expected n, share, mode, on, model, big)"},
+      {{{"n", 0}}, kValue, "n: must be an integer in 1..600000"},
+      {{{"n", 600001}}, kValue, "n: must be an integer in 1..600000"},
+      {{{"n", -5}}, kValue, "n: must be an integer in 1..600000"},
+      {{{"n", 1.5}}, kShape, "n: must be an integer in 1..600000"},
+      {{{"n", 2.0}}, kShape, "n: must be an integer in 1..600000"},
+      {{{"n", "10"}}, kShape, "n: must be an integer in 1..600000"},
+      {{{"n", true}}, kShape, "n: must be an integer in 1..600000"},
+      {{{"n", 18446744073709551615ULL}}, kValue, "n: must be an integer in 1..600000"},
+      {{{"n", 1}, {"share", 0}}, kValue, "share: must be a number in (0, 100]"},
+      {{{"n", 1}, {"share", 100.5}}, kValue, "share: must be a number in (0, 100]"},
+      {{{"n", 1}, {"share", "5"}}, kShape, "share: must be a number in (0, 100]"},
+      {{{"n", 1}, {"mode", "c"}}, kValue, "mode: must be one of a, b"},
+      {{{"n", 1}, {"mode", 1}}, kShape, "mode: must be one of a, b"},
+      {{{"n", 1}, {"on", 1}}, kShape, "on: must be true or false"},
+      {{{"n", 1}, {"model", 1}}, kShape, "model: must be an object"},
+      {{{"n", 1}, {"big", 2e10}}, kValue, "big: must be a number in (0, 1e10]"},
   };
-  for (const auto& [params, message] : cases) {
+  for (const auto& [params, code, message] : cases) {
     core::Status status = checkParams(spec, params);
-    EXPECT_EQ(status.code(), core::StatusCode::kInvalidArgument) << params.dump();
+    EXPECT_EQ(status.code(), code) << params.dump();
     EXPECT_EQ(status.message(), message) << params.dump();
   }
 }

@@ -9,6 +9,10 @@ namespace {
 
 using core::StatusCode;
 
+// A wrong shape is a 400, a well-typed value out of range a 422 (docs/faults.md).
+constexpr StatusCode kShape = StatusCode::kInvalidArgument;
+constexpr StatusCode kValue = StatusCode::kUnprocessable;
+
 class LinkFlapTest : public ::testing::Test {
  protected:
   void SetUp() override { links_.addLink("h1", {"eth0", 0, true, true, ""}); }
@@ -34,6 +38,7 @@ TEST_F(LinkFlapTest, ValidationTable) {
   struct Case {
     json params;
     std::string error;  // "" = valid
+    StatusCode code = kShape;
   };
   const std::vector<Case> cases = {
       {{{"down_ms", 1}}, ""},
@@ -41,15 +46,15 @@ TEST_F(LinkFlapTest, ValidationTable) {
       {{{"down_ms", 250}, {"up_ms", 600000}, {"count", 1}}, ""},
       {json::object(), "down_ms: required"},
       {{{"up_ms", 10}}, "down_ms: required"},
-      {{{"down_ms", 0}}, "down_ms: must be an integer in 1..600000"},
-      {{{"down_ms", 600001}}, "down_ms: must be an integer in 1..600000"},
-      {{{"down_ms", -5}}, "down_ms: must be an integer in 1..600000"},
+      {{{"down_ms", 0}}, "down_ms: must be an integer in 1..600000", kValue},
+      {{{"down_ms", 600001}}, "down_ms: must be an integer in 1..600000", kValue},
+      {{{"down_ms", -5}}, "down_ms: must be an integer in 1..600000", kValue},
       {{{"down_ms", 1.5}}, "down_ms: must be an integer in 1..600000"},
       {{{"down_ms", "100"}}, "down_ms: must be an integer in 1..600000"},
       {{{"down_ms", true}}, "down_ms: must be an integer in 1..600000"},
-      {{{"down_ms", 100}, {"up_ms", 0}}, "up_ms: must be an integer in 1..600000"},
-      {{{"down_ms", 100}, {"count", 0}}, "count: must be an integer in 1..1000"},
-      {{{"down_ms", 100}, {"count", 1001}}, "count: must be an integer in 1..1000"},
+      {{{"down_ms", 100}, {"up_ms", 0}}, "up_ms: must be an integer in 1..600000", kValue},
+      {{{"down_ms", 100}, {"count", 0}}, "count: must be an integer in 1..1000", kValue},
+      {{{"down_ms", 100}, {"count", 1001}}, "count: must be an integer in 1..1000", kValue},
       {{{"down_ms", 100}, {"count", 2.0}}, "count: must be an integer in 1..1000"},
       {{{"down_ms", 100}, {"percent", 5}}, "percent: unknown parameter"},
       {json::array(), "params: must be an object"},
@@ -59,7 +64,7 @@ TEST_F(LinkFlapTest, ValidationTable) {
     if (c.error.empty()) {
       EXPECT_TRUE(status.isOk()) << c.params.dump() << " -> " << status.toString();
     } else {
-      EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.params.dump();
+      EXPECT_EQ(status.code(), c.code) << c.params.dump();
       EXPECT_EQ(status.message().rfind(c.error, 0), 0u)
           << c.params.dump() << " -> " << status.message();
     }

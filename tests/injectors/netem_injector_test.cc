@@ -60,7 +60,7 @@ TEST_F(NetemInjectorTest, Info) {
 TEST_F(NetemInjectorTest, ValidateIsTheSpecParser) {
   EXPECT_TRUE(netem_.validate({{"delay_ms", 50}}).isOk());
   core::Status bad = netem_.validate({{"delay_ms", 50}, {"reorder_gap", 2}});
-  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.code(), StatusCode::kUnprocessable);
   EXPECT_EQ(bad.message(), "reorder_gap: needs reorder_percent > 0");
   EXPECT_EQ(qdiscs_.mutatingCalls(), 0);
 }
@@ -288,7 +288,7 @@ TEST_F(NetemInjectorTest, UnavailableRefusesApplyButStillReverts) {
   core::Status applied = unavailable.apply(fault);
   EXPECT_EQ(applied.code(), StatusCode::kNotSupported);
   EXPECT_EQ(applied.message(), "netem is unavailable: sch_netem is not in this kernel");
-  EXPECT_EQ(unavailable.apply(netemFault({{"delay_ms", -1}})).code(), StatusCode::kInvalidArgument)
+  EXPECT_EQ(unavailable.apply(netemFault({{"delay_ms", -1}})).code(), StatusCode::kUnprocessable)
       << "bad params are reported first";
   ASSERT_TRUE(netem_.apply(fault).isOk());  // left by an earlier process
   EXPECT_TRUE(unavailable.revert(fault, json{{"default", true}}).isOk());

@@ -102,9 +102,14 @@ TEST(PacketLossTranslation, CountersSumOverChains) {
 
 // --- validation ---
 
+// A wrong shape is a 400, a well-typed value out of range or in conflict a 422 (docs/faults.md).
+constexpr StatusCode kShape = StatusCode::kInvalidArgument;
+constexpr StatusCode kValue = StatusCode::kUnprocessable;
+
 struct ValidationCase {
   json params;
   std::string error;  // "" = valid
+  StatusCode code = kShape;
 };
 
 void expectValidation(const PacketLoss& loss, const std::vector<ValidationCase>& cases) {
@@ -113,7 +118,7 @@ void expectValidation(const PacketLoss& loss, const std::vector<ValidationCase>&
     if (c.error.empty()) {
       EXPECT_TRUE(status.isOk()) << c.params.dump() << " -> " << status.toString();
     } else {
-      EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.params.dump();
+      EXPECT_EQ(status.code(), c.code) << c.params.dump();
       EXPECT_EQ(status.message().rfind(c.error, 0), 0u)
           << c.params.dump() << " -> " << status.message();
     }
@@ -140,18 +145,19 @@ TEST(PacketLossValidation, CommonToBothBackends) {
             {{{"percent", 100}, {"direction", "egress"}}, ""},
             {egress({{"percent", 5}, {"correlation", 0}}), ""},
             {egress(json::object()), "percent: required"},
-            {egress({{"percent", 0}}), "percent: must be a number in (0, 100]"},
-            {egress({{"percent", -1}}), "percent: must be a number in (0, 100]"},
-            {egress({{"percent", 100.01}}), "percent: must be a number in (0, 100]"},
+            {egress({{"percent", 0}}), "percent: must be a number in (0, 100]", kValue},
+            {egress({{"percent", -1}}), "percent: must be a number in (0, 100]", kValue},
+            {egress({{"percent", 100.01}}), "percent: must be a number in (0, 100]", kValue},
             {egress({{"percent", "30"}}), "percent: must be a number in (0, 100]"},
             {{{"percent", 5}, {"direction", "out"}},
-             "direction: must be one of both, ingress, egress"},
+             "direction: must be one of both, ingress, egress",
+             kValue},
             {{{"percent", 5}, {"direction", 1}}, "direction: must be one of both, ingress, egress"},
             {egress({{"percent", 5}, {"correlation", 101}}),
-             "correlation: must be a number in 0..100"},
+             "correlation: must be a number in 0..100", kValue},
             {egress({{"percent", 5}, {"delay_ms", 1}}), "delay_ms: unknown parameter"},
-            {egress({{"percent", 5}, {"backend", "tc"}}),
-             "backend: must be one of netem, nftables"},
+            {egress({{"percent", 5}, {"backend", "tc"}}), "backend: must be one of netem, nftables",
+             kValue},
             {egress({{"percent", 5}, {"backend", 1}}), "backend: must be one of netem, nftables"},
             {json::array(), "params: must be an object"},
         });
@@ -164,12 +170,12 @@ TEST(PacketLossValidation, BackendSpecific) {
   fakes::FakeNftables nft;
   fakes::FakeQdiscs qdiscs;
   PacketLoss with_nft(LossBackend::kNftables, &qdiscs, &nft, "");
-  expectValidation(with_nft,
-                   {{{{"percent", 5}, {"direction", "ingress"}}, ""},
-                    {{{"percent", 5}, {"direction", "both"}}, ""},
-                    {{{"percent", 5}}, ""},
-                    {{{"percent", 5}, {"correlation", 25}},
-                     "correlation: needs the netem backend; this kernel has no sch_netem"}});
+  expectValidation(with_nft, {{{{"percent", 5}, {"direction", "ingress"}}, ""},
+                              {{{"percent", 5}, {"direction", "both"}}, ""},
+                              {{{"percent", 5}}, ""},
+                              {{{"percent", 5}, {"correlation", 25}},
+                               "correlation: needs the netem backend; this kernel has no sch_netem",
+                               kValue}});
   PacketLoss with_netem(LossBackend::kNetem, &qdiscs, &nft, "");
   expectValidation(with_netem,
                    {{{{"percent", 5}, {"correlation", 25}, {"direction", "egress"}}, ""}});
@@ -356,7 +362,7 @@ TEST_F(NftLossTest, RejectsIfnamesThatCouldEscapeTheScript) {
 
 TEST_F(NftLossTest, ApplyValidatesParams) {
   core::Status status = loss_.apply(lossFault({{"percent", 5}, {"correlation", 10}}));
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.code(), StatusCode::kUnprocessable) << status.message();
   EXPECT_TRUE(nft_.scripts().empty());
 }
 

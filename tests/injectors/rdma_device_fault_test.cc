@@ -168,7 +168,7 @@ TEST(RdmaDeviceSpecs, MtuChangeRequiresAnMtuInBytesAndGidChangeChoosesItsGid) {
   EXPECT_EQ(gid.params[0].default_value, "index");
   EXPECT_TRUE(checkParams(gid, json::object()).isOk());
   EXPECT_TRUE(checkParams(gid, {{"gid", "ipv4"}}).isOk());
-  EXPECT_EQ(checkParams(gid, {{"gid", "ipv6"}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(checkParams(gid, {{"gid", "ipv6"}}).code(), StatusCode::kUnprocessable);
   const KindSpec& mtu = rdmaDeviceFaultSpec(RdmaDeviceFaultKind::kMtuChange);
   ASSERT_EQ(mtu.params.size(), 1u);
   EXPECT_EQ(mtu.params[0].unit, "bytes");
@@ -394,7 +394,7 @@ TEST_F(RdmaDeviceFaultTest, GidChangeByIpv4TakesThePrimaryIpv4AddressWhateverIts
   EXPECT_EQ(none.status().message(),
             "rdma_gid_change capture: eth0 has no IPv4 address, so rxe0 port 1 has no "
             "IPv4-mapped GID to take away");
-  EXPECT_EQ(fault.validate(json{{"gid", "ipv6"}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fault.validate(json{{"gid", "ipv6"}}).code(), StatusCode::kUnprocessable);
 }
 
 TEST_F(RdmaDeviceFaultTest, GidChangeOnAnIpv6GidRemovesThatAddressWithItsFlags) {

@@ -159,8 +159,17 @@ TEST(ShimFaultOf, EveryKindTranslates) {
   }
 }
 
+// A wrong shape is a 400; a well-typed value the kind cannot take (out of range, not a choice, a
+// filter no event could match) a 422 (docs/faults.md, "Bad parameters").
 TEST(ShimFaultOf, RefusalsNameTheParameter) {
-  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+  constexpr StatusCode kShape = StatusCode::kInvalidArgument;
+  struct Refusal {
+    std::string kind;
+    json params;
+    std::string message;
+    StatusCode code = StatusCode::kUnprocessable;
+  };
+  const std::vector<Refusal> cases = {
       {"verbs_post_fail",
        {{"op", "send"}, {"opcode", "recv"}},
        "opcode: ibv_post_send never posts receives: with op send, use send, rdma_write, "
@@ -180,9 +189,10 @@ TEST(ShimFaultOf, RefusalsNameTheParameter) {
        "opcode: uc QPs have no atomic (RC only)"},
       {"verbs_reg_mr_fail",
        {{"qp_num", 3}},
-       "qp_num: unknown parameter (expected errno, probability, every_nth, after_ms, count)"},
+       "qp_num: unknown parameter (expected errno, probability, every_nth, after_ms, count)",
+       kShape},
       {"verbs_cqe_error", {{"status", "success"}}, "status: must be one of loc_len_err"},
-      {"verbs_cqe_error", {{"errno", "ENOMEM"}}, "errno: unknown parameter"},
+      {"verbs_cqe_error", {{"errno", "ENOMEM"}}, "errno: unknown parameter", kShape},
       {"verbs_post_fail",
        {{"errno", "EPERM"}},
        "errno: must be one of ENOMEM, EAGAIN, EINVAL, EFAULT"},
@@ -196,15 +206,15 @@ TEST(ShimFaultOf, RefusalsNameTheParameter) {
       {"verbs_qp_error", {{"after_ms", -1}}, "after_ms: must be an integer in 0..86400000"},
       {"verbs_qp_error", {{"qp_num", 16777216}}, "qp_num: must be an integer in 0..16777215"},
       {"verbs_qp_error", {{"qp_type", "xrc"}}, "qp_type: must be one of rc, uc, ud"},
-      {"verbs_qp_error", json::array(), "params: must be an object"},
-      {"verbs_melt", json::object(), "kind: verbs_melt is not a verbs shim kind"},
-      {"link_flap", {{"down_ms", 5}}, "kind: link_flap is not a verbs shim kind"},
+      {"verbs_qp_error", json::array(), "params: must be an object", kShape},
+      {"verbs_melt", json::object(), "kind: verbs_melt is not a verbs shim kind", kShape},
+      {"link_flap", {{"down_ms", 5}}, "kind: link_flap is not a verbs shim kind", kShape},
   };
-  for (const auto& [kind, params, message] : cases) {
+  for (const auto& [kind, params, message, code] : cases) {
     SCOPED_TRACE(kind + " " + params.dump());
     auto translated = shimFaultOf(kind, params);
     ASSERT_FALSE(translated.isOk());
-    EXPECT_EQ(translated.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(translated.status().code(), code) << translated.status().message();
     EXPECT_EQ(translated.status().message().substr(0, message.size()), message)
         << translated.status().message();
   }

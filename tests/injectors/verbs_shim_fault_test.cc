@@ -62,7 +62,7 @@ TEST_F(VerbsShimFaultTest, ValidateChecksTheSchemaThenTheRulesBetweenParameters)
   EXPECT_EQ(post_fail.validate({{"delay_ms", 5}}).message().substr(0, 29),
             "delay_ms: unknown parameter (");
   const Status cross = post_fail.validate({{"op", "recv"}, {"opcode", "send"}});
-  EXPECT_EQ(cross.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cross.code(), StatusCode::kUnprocessable);
   EXPECT_EQ(cross.message().substr(0, 7), "opcode:");
   EXPECT_TRUE(channel_.requests().empty()) << "validation touches nothing";
 }

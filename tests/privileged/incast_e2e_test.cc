@@ -233,7 +233,7 @@ TEST_F(IncastOnAModelledLab, FourSourcesFillTheSinkPortSlowTheRingAndLeaveNothin
   EXPECT_EQ(emitterRecords(dir_), 0u);
 }
 
-TEST_F(IncastOnAModelledLab, BadTargetsAreRefusedAtSubmission) {
+TEST_F(IncastOnAModelledLab, BadTargetsAndParametersAreRefusedAtSubmission) {
   auto submit = [&](const json& target) {
     return httpRequest(port_, "POST", "/v1/runs",
                        json{{"scenario", incastScenario("incast-bad", target, 1000)}}.dump());
@@ -248,6 +248,19 @@ TEST_F(IncastOnAModelledLab, BadTargetsAreRefusedAtSubmission) {
   reply = submit({{"labels", {{"rack", "r0"}}}});
   EXPECT_EQ(reply.status, 422) << reply.body;
   EXPECT_NE(reply.body.find("incast has one sink"), std::string::npos) << reply.body;
+
+  // A rate out of its range is a 422, a rate that is not a number a 400; both name the field.
+  json slow = incastScenario("incast-rate", {{"host", "h3"}, {"sources", {"h0"}}}, 1000);
+  slow["steps"][0]["params"]["rate_mbps"] = 0;
+  reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", slow}}.dump());
+  EXPECT_EQ(reply.status, 422) << reply.body;
+  EXPECT_NE(reply.body.find("steps[0].params: rate_mbps: must be an integer in 1..400000"),
+            std::string::npos)
+      << reply.body;
+  slow["steps"][0]["params"]["rate_mbps"] = "fast";
+  reply = httpRequest(port_, "POST", "/v1/runs", json{{"scenario", slow}}.dump());
+  EXPECT_EQ(reply.status, 400) << reply.body;
+  EXPECT_NE(reply.body.find("rate_mbps: must be an integer"), std::string::npos) << reply.body;
 
   json flap = incastScenario("flap-with-sources", {{"host", "h3"}, {"sources", {"h0"}}}, 0);
   flap["steps"][0] = {{"kind", "link_flap"},

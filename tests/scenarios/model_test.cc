@@ -193,10 +193,16 @@ TEST(ParseScenarioTest, AcceptsRangeBoundaries) {
   EXPECT_EQ(parsed->workload.transport, "verbs");
 }
 
+// A wrong shape is a 400; a well-typed value out of its range, or one that conflicts with
+// another field, is a 422 (docs/faults.md, "Bad parameters").
+constexpr StatusCode kShape = StatusCode::kInvalidArgument;
+constexpr StatusCode kValue = StatusCode::kUnprocessable;
+
 struct ParseErrorCase {
   std::string name;
   std::function<void(json&)> mutate;
   std::string expected;  // the message must start with this
+  StatusCode code = kShape;
 };
 
 std::vector<ParseErrorCase> parseErrorCases() {
@@ -216,25 +222,25 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"WorkloadUnknown", [](json& d) { d["workload"]["ranks"] = 4; },
        "workload.ranks: unknown field"},
       {"Transport", [](json& d) { d["workload"]["transport"] = "udp"; },
-       "workload.transport: must be \"tcp\", \"verbs\" or \"ib_probe\""},
+       "workload.transport: must be \"tcp\", \"verbs\" or \"ib_probe\"", kValue},
       {"HostsNotArray", [](json& d) { d["workload"]["hosts"] = "h0"; },
        "workload.hosts: must be an array"},
       {"HostNotString", [](json& d) { d["workload"]["hosts"][1] = 1; },
        "workload.hosts[1]: must be a non-empty string"},
       {"HostDuplicate", [](json& d) { d["workload"]["hosts"][2] = "h0"; },
-       "workload.hosts[2]: duplicate host h0"},
+       "workload.hosts[2]: duplicate host h0", kValue},
       {"MessageBytesSmall", [](json& d) { d["workload"]["message_bytes"] = 4095; },
-       "workload.message_bytes: must be an integer in [4096, 1073741824]"},
+       "workload.message_bytes: must be an integer in [4096, 1073741824]", kValue},
       {"MessageBytesLarge", [](json& d) { d["workload"]["message_bytes"] = (1 << 30) + 1; },
-       "workload.message_bytes: must be an integer in [4096, 1073741824]"},
+       "workload.message_bytes: must be an integer in [4096, 1073741824]", kValue},
       {"ComputeMs", [](json& d) { d["workload"]["compute_ms"] = 60001; },
-       "workload.compute_ms: must be an integer in [0, 60000]"},
+       "workload.compute_ms: must be an integer in [0, 60000]", kValue},
       {"PeerTimeout", [](json& d) { d["workload"]["peer_timeout_ms"] = 99; },
-       "workload.peer_timeout_ms: must be an integer in [100, 600000]"},
+       "workload.peer_timeout_ms: must be an integer in [100, 600000]", kValue},
       {"ReconnectBudget", [](json& d) { d["workload"]["reconnect_budget_ms"] = -1; },
-       "workload.reconnect_budget_ms: must be an integer in [0, 3600000]"},
+       "workload.reconnect_budget_ms: must be an integer in [0, 3600000]", kValue},
       {"BaselineSmall", [](json& d) { d["baseline_ms"] = 499; },
-       "baseline_ms: must be an integer in [500, 3600000]"},
+       "baseline_ms: must be an integer in [500, 3600000]", kValue},
       {"BaselineFraction", [](json& d) { d["baseline_ms"] = 3000.5; },
        "baseline_ms: must be an integer in [500, 3600000]"},
       {"BaselineString", [](json& d) { d["baseline_ms"] = "3000"; },
@@ -246,7 +252,7 @@ std::vector<ParseErrorCase> parseErrorCases() {
          d["steps"] = json::array();
          for (int i = 0; i < 65; ++i) d["steps"].push_back(step);
        },
-       "steps: at most 64 steps are allowed, got 65"},
+       "steps: at most 64 steps are allowed, got 65", kValue},
       {"StepNotObject", [](json& d) { d["steps"][1] = 3; }, "steps[1]: must be a JSON object"},
       {"StepUnknown", [](json& d) { d["steps"][1]["delay_ms"] = 3; },
        "steps[1].delay_ms: unknown field"},
@@ -290,12 +296,12 @@ std::vector<ParseErrorCase> parseErrorCases() {
        [](json& d) {
          d["steps"][0]["target"] = {{"rank", 1}, {"rdma_device", "rxe0"}, {"rdma_port", 0}};
        },
-       "steps[0].target.rdma_port: must be an integer in [1, 255]"},
+       "steps[0].target.rdma_port: must be an integer in [1, 255]", kValue},
       {"TargetGidIndexNegative",
        [](json& d) {
          d["steps"][0]["target"] = {{"rank", 1}, {"rdma_device", "rxe0"}, {"gid_index", -1}};
        },
-       "steps[0].target.gid_index: must be an integer in [0, 65535]"},
+       "steps[0].target.gid_index: must be an integer in [0, 65535]", kValue},
       {"TargetUnknown", [](json& d) { d["steps"][0]["target"]["nic"] = "eth0"; },
        "steps[0].target.nic: unknown field"},
       {"TargetHostNumber", [](json& d) { d["steps"][0]["target"]["host"] = 1; },
@@ -305,44 +311,44 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"TargetLabelValue", [](json& d) { d["steps"][1]["target"]["labels"]["rack"] = 1; },
        "steps[1].target.labels.rack: must be a string"},
       {"TargetSide", [](json& d) { d["steps"][1]["target"]["side"] = "nic"; },
-       "steps[1].target.side: must be \"switch\", \"host\" or \"peer\""},
+       "steps[1].target.side: must be \"switch\", \"host\" or \"peer\"", kValue},
       {"AtMsNegative", [](json& d) { d["steps"][1]["at_ms"] = -5; },
-       "steps[1].at_ms: must be a non-negative integer"},
+       "steps[1].at_ms: must be a non-negative integer", kValue},
       {"AtMsFraction", [](json& d) { d["steps"][1]["at_ms"] = 1.5; },
        "steps[1].at_ms: must be a non-negative integer"},
       {"AtMsHuge", [](json& d) { d["steps"][1]["at_ms"] = kMaxTimeMs + 1; },
-       "steps[1].at_ms: must be at most 86400000"},
+       "steps[1].at_ms: must be at most 86400000", kValue},
       {"AtMsBeyondInt64", [](json& d) { d["steps"][1]["at_ms"] = UINT64_MAX; },
-       "steps[1].at_ms: must be at most 86400000"},
+       "steps[1].at_ms: must be at most 86400000", kValue},
       {"DurationNegative", [](json& d) { d["steps"][0]["duration_ms"] = -1; },
-       "steps[0].duration_ms: must be a non-negative integer"},
+       "steps[0].duration_ms: must be a non-negative integer", kValue},
       {"ParamsArray", [](json& d) { d["steps"][0]["params"] = json::array(); },
        "steps[0].params: must be an object"},
       {"RecoverySmall", [](json& d) { d["recovery_ms"] = 400; },
-       "recovery_ms: must be an integer in [500, 3600000]"},
+       "recovery_ms: must be an integer in [500, 3600000]", kValue},
       {"ToleranceZero", [](json& d) { d["tolerance"] = 0; },
-       "tolerance: must be a number in (0, 1)"},
+       "tolerance: must be a number in (0, 1)", kValue},
       {"ToleranceOne", [](json& d) { d["tolerance"] = 1.0; },
-       "tolerance: must be a number in (0, 1)"},
+       "tolerance: must be a number in (0, 1)", kValue},
       {"ToleranceString", [](json& d) { d["tolerance"] = "0.1"; },
        "tolerance: must be a number in (0, 1)"},
       {"RecoveredAfterZero", [](json& d) { d["recovered_after"] = 0; },
-       "recovered_after: must be an integer in [1, 1000]"},
+       "recovered_after: must be an integer in [1, 1000]", kValue},
       {"RecoveredAfterLarge", [](json& d) { d["recovered_after"] = 1001; },
-       "recovered_after: must be an integer in [1, 1000]"},
+       "recovered_after: must be an integer in [1, 1000]", kValue},
       {"MaxDurationSmall", [](json& d) { d["max_duration_ms"] = 999; },
-       "max_duration_ms: must be an integer in [1000, 86400000]"},
+       "max_duration_ms: must be an integer in [1000, 86400000]", kValue},
       {"GatesNotObject", [](json& d) { d["gates"] = true; }, "gates: must be a JSON object"},
       {"GatesUnknown", [](json& d) { d["gates"]["min_busbw"] = 1; },
        "gates.min_busbw: unknown field"},
       {"MinScore", [](json& d) { d["gates"]["min_score"] = 101; },
-       "gates.min_score: must be a number in [0, 100]"},
+       "gates.min_score: must be a number in [0, 100]", kValue},
       {"MaxRecovery", [](json& d) { d["gates"]["max_recovery_ms"] = -1; },
-       "gates.max_recovery_ms: must be a non-negative number"},
+       "gates.max_recovery_ms: must be a non-negative number", kValue},
       {"MinRetained", [](json& d) { d["gates"]["min_retained"] = 1.5; },
-       "gates.min_retained: must be a number in [0, 1]"},
+       "gates.min_retained: must be a number in [0, 1]", kValue},
       {"MaxP99Slowdown", [](json& d) { d["gates"]["max_p99_slowdown"] = 0.5; },
-       "gates.max_p99_slowdown: must be a number of at least 1"},
+       "gates.max_p99_slowdown: must be a number of at least 1", kValue},
       {"SourcesEmpty", [](json& d) { d["steps"][0]["target"]["sources"] = json::array(); },
        "steps[0].target.sources: must be a non-empty array of host names"},
       {"SourcesTwice",
@@ -359,19 +365,19 @@ std::vector<ParseErrorCase> parseErrorCases() {
       {"StopUnknown", [](json& d) { d["stop_conditions"]["min_busbw"] = 0.5; },
        "stop_conditions.min_busbw: unknown field"},
       {"StopFractionZero", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = 0; },
-       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
+       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)", kValue},
       {"StopFractionOne", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = 1; },
-       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
+       "stop_conditions.min_busbw_fraction: must be a number in (0, 1)", kValue},
       {"StopFractionString", [](json& d) { d["stop_conditions"]["min_busbw_fraction"] = "5%"; },
        "stop_conditions.min_busbw_fraction: must be a number in (0, 1)"},
       {"StopForMsMissing", [](json& d) { d["stop_conditions"].erase("for_ms"); },
-       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set"},
+       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set", kValue},
       {"StopForMsZero", [](json& d) { d["stop_conditions"]["for_ms"] = 0; },
-       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set"},
+       "stop_conditions.for_ms: must be > 0 when min_busbw_fraction is set", kValue},
       {"StopForMsNegative", [](json& d) { d["stop_conditions"]["for_ms"] = -1; },
-       "stop_conditions.for_ms: must be a non-negative integer"},
+       "stop_conditions.for_ms: must be a non-negative integer", kValue},
       {"StopForMsAlone", [](json& d) { d["stop_conditions"].erase("min_busbw_fraction"); },
-       "stop_conditions.for_ms: needs min_busbw_fraction"},
+       "stop_conditions.for_ms: needs min_busbw_fraction", kValue},
       {"StopOnRankDeath", [](json& d) { d["stop_conditions"]["on_rank_death"] = 1; },
        "stop_conditions.on_rank_death: must be true or false"},
   };
@@ -385,7 +391,7 @@ TEST_P(ParseErrorTest, NamesTheField) {
   GetParam().mutate(doc);
   auto parsed = parseScenario(doc);
   ASSERT_FALSE(parsed.isOk()) << doc.dump();
-  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().code(), GetParam().code) << parsed.status().message();
   EXPECT_EQ(parsed.status().message().rfind(GetParam().expected, 0), 0u)
       << "got: " << parsed.status().message() << "\nwant prefix: " << GetParam().expected;
 }
@@ -599,7 +605,12 @@ TEST(ExecWorkloadTest, ParsesRefusesAndRoundTrips) {
   EXPECT_EQ(parsed->workload.exec.python, "/usr/bin/python3");
   EXPECT_EQ(toJson(*parseScenario(toJson(*parsed))), toJson(*parsed));
 
-  const std::vector<std::pair<std::string, std::string>> refused = {
+  struct Refused {
+    std::string workload;
+    std::string field;
+    StatusCode code = kShape;
+  };
+  const std::vector<Refused> refused = {
       {R"js({"kind": "exec"})js", "workload.command"},
       {R"js({"kind": "exec", "command": []})js", "workload.command"},
       {R"js({"kind": "exec", "command": ["A=b"]})js", "workload.command[0]"},
@@ -616,17 +627,18 @@ TEST(ExecWorkloadTest, ParsesRefusesAndRoundTrips) {
           "placement": "in-place"}})js",
        "workload.parser.placement"},
       {R"js({"kind": "exec", "command": ["x"], "samples_from": "all"})js", "workload.samples_from"},
-      {R"js({"kind": "exec", "command": ["x"], "master_port": 80})js", "workload.master_port"},
+      {R"js({"kind": "exec", "command": ["x"], "master_port": 80})js", "workload.master_port",
+       kValue},
       {R"js({"kind": "pytorch-ddp", "command": ["x"]})js", "workload.command"},
       {R"js({"kind": "pytorch-ddp", "python": "python3"})js", "workload.python"},
       {R"js({"kind": "ring", "command": ["x"]})js", "workload.command"},
-      {R"js({"kind": "mpi"})js", "workload.kind"},
+      {R"js({"kind": "mpi"})js", "workload.kind", kValue},
   };
-  for (const auto& [workload, field] : refused) {
+  for (const auto& [workload, field, code] : refused) {
     doc["workload"] = json::parse(workload);
     auto result = parseScenario(doc);
     ASSERT_FALSE(result.isOk()) << workload;
-    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(result.status().code(), code) << result.status().message();
     EXPECT_EQ(result.status().message().rfind(field + ":", 0), 0u)
         << workload << " -> " << result.status().message();
   }

@@ -100,27 +100,32 @@ TEST(StepPhasesTest, Table) {
 }
 
 TEST(StepPhasesTest, Errors) {
+  // A missing parameter or a wrong type is a 400; a value out of range or timing the engine
+  // cannot run is a 422.
   struct Case {
     std::string name;
     FaultStep step;
     std::string message;
+    StatusCode code = StatusCode::kUnprocessable;
   };
+  constexpr StatusCode kShape = StatusCode::kInvalidArgument;
   const std::vector<Case> cases = {
       {"DownMissing", flap("h1", 0, {{"up_ms", 10}}),
-       "steps[3].params.down_ms: required for link_flap"},
+       "steps[3].params.down_ms: required for link_flap", kShape},
       {"DownZero", flap("h1", 0, {{"down_ms", 0}}),
        "steps[3].params.down_ms: must be an integer in 1..600000"},
       {"DownTooLong", flap("h1", 0, {{"down_ms", 600001}}),
        "steps[3].params.down_ms: must be an integer in 1..600000"},
       {"DownFraction", flap("h1", 0, {{"down_ms", 10.5}}),
-       "steps[3].params.down_ms: must be an integer in 1..600000"},
+       "steps[3].params.down_ms: must be an integer in 1..600000", kShape},
       {"UpString", flap("h1", 0, {{"down_ms", 10}, {"up_ms", "10"}}),
-       "steps[3].params.up_ms: must be an integer in 1..600000"},
+       "steps[3].params.up_ms: must be an integer in 1..600000", kShape},
       {"CountZero", flap("h1", 0, {{"down_ms", 10}, {"count", 0}}),
        "steps[3].params.count: must be an integer in 1..1000"},
       {"CountTooMany", flap("h1", 0, {{"down_ms", 10}, {"count", 1001}}),
        "steps[3].params.count: must be an integer in 1..1000"},
-      {"ParamsNotObject", flap("h1", 0, json::array()), "steps[3].params: must be an object"},
+      {"ParamsNotObject", flap("h1", 0, json::array()), "steps[3].params: must be an object",
+       kShape},
       {"DurationMismatch", flap("h1", 0, {{"down_ms", 1000}, {"up_ms", 1000}, {"count", 2}}, 4000),
        "steps[3].duration_ms: 4000 does not match the link_flap pattern: count*down_ms + "
        "(count-1)*up_ms = 3000; omit duration_ms to derive it"},
@@ -143,7 +148,7 @@ TEST(StepPhasesTest, Errors) {
   for (const Case& c : cases) {
     auto phases = stepPhases(c.step, 3);
     ASSERT_FALSE(phases.isOk()) << c.name;
-    EXPECT_EQ(phases.status().code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_EQ(phases.status().code(), c.code) << c.name;
     EXPECT_EQ(phases.status().message(), c.message) << c.name;
   }
 }
@@ -253,7 +258,7 @@ TEST(PlanFaultsTest, Errors) {
   s.steps[1] = flap("h1", 0, {{"down_ms", 1000}, {"count", 2}}, 2000);
   plan = planFaults(s, testFabric());
   ASSERT_FALSE(plan.isOk());
-  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().code(), StatusCode::kUnprocessable);
   EXPECT_EQ(plan.status().message().rfind("steps[1].duration_ms: 2000 does not match", 0), 0u)
       << plan.status().message();
 }

@@ -150,7 +150,7 @@ TEST(ValidateTest, WorkloadNeedsTwoHosts) {
 TEST(ValidateTest, NonFlapStepsNeedADuration) {
   Scenario s = validScenario();
   s.steps[1].duration_ms = 0;
-  expectError(validateForFabric(s, testFabric(), catalog()), StatusCode::kInvalidArgument,
+  expectError(validateForFabric(s, testFabric(), catalog()), StatusCode::kUnprocessable,
               "steps[1].duration_ms: must be > 0 for packet_loss");
 }
 
@@ -162,7 +162,7 @@ TEST(ValidateTest, FlapTimingIsChecked) {
   s = validScenario();
   s.steps[0].duration_ms = 2000;
   Status st = validateForFabric(s, testFabric(), catalog());
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.code(), StatusCode::kUnprocessable);
   EXPECT_EQ(st.message().rfind("steps[0].duration_ms: 2000 does not match", 0), 0u) << st.message();
 }
 
@@ -173,7 +173,7 @@ TEST(ValidateTest, TooLongNamesBothNumbers) {
   EXPECT_TRUE(validateForFabric(s, testFabric(), catalog()).isOk());
   s.max_duration_ms = 12999;
   Status st = validateForFabric(s, testFabric(), catalog());
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.code(), StatusCode::kUnprocessable);
   EXPECT_EQ(st.message().rfind("max_duration_ms: ", 0), 0u) << st.message();
   EXPECT_NE(st.message().find("13000"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("12999"), std::string::npos) << st.message();
