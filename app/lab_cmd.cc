@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <regex>
 
 #include "app/cli.h"
@@ -10,6 +11,7 @@
 #include "core/command_line.h"
 #include "injectors/model/pfc_watchdog_config.h"
 #include "injectors/sys/command.h"
+#include "injectors/sys/sysctl.h"
 #include "lab/ecn_model.h"
 #include "lab/netns_lab.h"
 #include "lab/port_model.h"
@@ -28,7 +30,8 @@ constexpr const char* kLabUsage =
 Kinds:
   netns    (default) hosts are network namespaces fcl-h0.. on this kernel
   vm       hosts are qemu VMs vm0.. running Debian's 6.12 kernel (netem, Soft-RoCE), cabled
-           through taps to bridge br0 in namespace fcv-sw0; each runs this binary as its agent,
+           through taps to bridge br0 in namespace fcv-sw0, or with --topology leaf-spine to the
+           leaves fcv-l0.. of a routed leaf-spine (one rail); each runs this binary as its agent,
            reachable on 127.0.0.1:7100+i. Needs deploy/vm/fetch-kernel.sh once. See docs/vm-lab.md.
   ib       a simulated InfiniBand subnet: ibsim runs a fat tree of IB switches and channel
            adapters h0.. in namespace fcib-subnet, and 1-3 OpenSM instances manage it, with
@@ -39,7 +42,8 @@ Options:
   --hosts N          number of hosts for `up` (netns: default 4, 2..64; vm: default 2, 2..32)
   --state-dir DIR    where the fabric description is written (default /run/fabric-chaos)
 
-Namespace lab topology (--kind netns):
+Namespace lab topology (--kind netns; --topology, --leaves, --spines and --hosts-per-leaf are
+also the VM lab's, whose guests have one data NIC: --rails 1):
   --topology T       star (default: hosts fcl-h0.. on bridge fcl-sw0) or leaf-spine (routed
                      leaves fcl-l0.. and spines fcl-s0.., ECMP over the spines; docs/lab.md)
   --name NAME        the lab's name and its fabric file's (default netns-lab)
@@ -256,6 +260,47 @@ bool readLabNaming(const Flags& flags, lab::LabOptions& options) {
   return true;
 }
 
+// --topology and the flags that go with it: nullopt for the star, the shape for the leaf-spine;
+// false, having said why, when they do not fit together.
+bool readTopology(const Flags& flags, std::optional<lab::LeafSpineShape>& leaf_spine) {
+  const std::string topology = flags.getOr("topology", "star");
+  if (topology == "leaf-spine") {
+    if (flags.has("subnet")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --subnet is for the star; a leaf-spine numbers each leaf's "
+                   "hosts itself (docs/lab.md)\n");
+      return false;
+    }
+    if (flags.has("hosts")) {
+      std::fprintf(stderr,
+                   "fabric-chaos lab: --hosts is for the star; a leaf-spine has "
+                   "(--leaves / --rails) * --hosts-per-leaf hosts\n");
+      return false;
+    }
+    lab::LeafSpineShape shape;
+    if (!parseInt(flags, "leaves", shape.leaves) || !parseInt(flags, "spines", shape.spines) ||
+        !parseInt(flags, "hosts-per-leaf", shape.hosts_per_leaf) ||
+        !parseInt(flags, "rails", shape.rails)) {
+      return false;
+    }
+    leaf_spine = shape;
+    return true;
+  }
+  if (topology == "star") {
+    for (const char* leaf_spine_only : {"leaves", "spines", "hosts-per-leaf", "rails"}) {
+      if (flags.has(leaf_spine_only)) {
+        std::fprintf(stderr, "fabric-chaos lab: --%s is for --topology leaf-spine\n",
+                     leaf_spine_only);
+        return false;
+      }
+    }
+    return true;
+  }
+  std::fprintf(stderr, "fabric-chaos lab: --topology must be star or leaf-spine, not \"%s\"\n",
+               topology.c_str());
+  return false;
+}
+
 int vmLabMain(const Flags& flags, const std::string& action) {
   if (flags.has("offloads")) {
     std::fprintf(stderr,
@@ -264,16 +309,8 @@ int vmLabMain(const Flags& flags, const std::string& action) {
                  "--pfc\n");
     return 2;
   }
-  for (const char* netns_only : {"topology", "leaves", "spines", "hosts-per-leaf", "rails"}) {
-    if (flags.has(netns_only)) {
-      std::fprintf(stderr,
-                   "fabric-chaos lab: --%s is for the namespace lab (--kind netns); the VM lab's "
-                   "switch is one bridge\n",
-                   netns_only);
-      return 2;
-    }
-  }
   lab::VmLabOptions options;
+  if (!readTopology(flags, options.leaf_spine)) return 2;
   if (auto egress = egressFromFlags(flags); !egress.isOk()) {
     std::fprintf(stderr, "fabric-chaos lab: %s\n", egress.status().message().c_str());
     return 2;
@@ -282,7 +319,8 @@ int vmLabMain(const Flags& flags, const std::string& action) {
   }
   options.state_dir = absolute(flags.getOr("state-dir", options.state_dir));
   options.cache_dir = absolute(flags.getOr("cache-dir", options.cache_dir));
-  if (!parseInt(flags, "hosts", options.hosts) || !parseInt(flags, "mem", options.mem_mb) ||
+  if ((!options.leaf_spine && !parseInt(flags, "hosts", options.hosts)) ||
+      !parseInt(flags, "mem", options.mem_mb) ||
       !parseInt(flags, "boot-timeout", options.boot_timeout_s) ||
       !parseInt(flags, "base-port", options.base_agent_port)) {
     return 2;
@@ -291,6 +329,7 @@ int vmLabMain(const Flags& flags, const std::string& action) {
   options.binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   options.guest_init = absolute(flags.getOr("guest-init", defaultGuestInit(options.binary)));
   auto runner = sys::makeCommandRunner();
+  auto sysctls = sys::makeProcSysctls();
 
   if (action == "up") {
     if (flags.has("agent-command") && flags.has("no-agent")) {
@@ -309,7 +348,7 @@ int vmLabMain(const Flags& flags, const std::string& action) {
         print("this fabric-chaos has no `agent` subcommand: the VMs boot without agents");
       }
     }
-    lab::VmLab vm_lab(*runner, options);
+    lab::VmLab vm_lab(*runner, *sysctls, options);
     auto fabric = vm_lab.up(print);
     if (!fabric.isOk()) return labOutcome("up", fabric.status());
     for (const auto& host : fabric->hosts) {
@@ -319,7 +358,7 @@ int vmLabMain(const Flags& flags, const std::string& action) {
     std::cout << "  consoles: " << lab::vmDir(options) << "/vmN.console.log\n";
     return 0;
   }
-  lab::VmLab vm_lab(*runner, options);
+  lab::VmLab vm_lab(*runner, *sysctls, options);
   if (action == "down") {
     auto status = vm_lab.down(print);
     return labOutcome("down", status);
@@ -327,7 +366,7 @@ int vmLabMain(const Flags& flags, const std::string& action) {
   auto status = vm_lab.status();
   if (!status.isOk()) return labOutcome("status", status.status());
   std::cout << (status->up ? "up" : "down") << " (" << status->running_vms.size() << " of "
-            << status->hosts << " VMs running; switch namespace "
+            << status->hosts << " VMs running; switch namespaces "
             << (status->switch_present ? "present" : "absent") << "; fabric file "
             << status->fabric_file << "; consoles in " << lab::vmDir(options) << ")\n";
   return status->up ? 0 : 3;
@@ -351,45 +390,18 @@ int netnsLabMain(const Flags& flags, const std::string& action) {
     return 2;
   }
   options.segmentation_offloads = keep_offloads == "on";
-  const std::string topology = flags.getOr("topology", "star");
-  if (topology == "leaf-spine") {
+  std::optional<lab::LeafSpineShape> leaf_spine;
+  if (!readTopology(flags, leaf_spine)) return 2;
+  if (leaf_spine) {
     if (flags.has("with-slurm")) {
       std::fprintf(stderr,
                    "fabric-chaos lab: --with-slurm needs the star topology, where the Slurm "
                    "controller joins the hosts' bridge\n");
       return 2;
     }
-    if (flags.has("subnet")) {
-      std::fprintf(stderr,
-                   "fabric-chaos lab: --subnet is for the star; a leaf-spine numbers each leaf's "
-                   "hosts itself (docs/lab.md)\n");
-      return 2;
-    }
-    if (flags.has("hosts")) {
-      std::fprintf(stderr,
-                   "fabric-chaos lab: --hosts is for the star; a leaf-spine has "
-                   "(--leaves / --rails) * --hosts-per-leaf hosts\n");
-      return 2;
-    }
     options.topology = lab::LabTopology::kLeafSpine;
-    lab::LeafSpineShape& shape = options.leaf_spine;
-    if (!parseInt(flags, "leaves", shape.leaves) || !parseInt(flags, "spines", shape.spines) ||
-        !parseInt(flags, "hosts-per-leaf", shape.hosts_per_leaf) ||
-        !parseInt(flags, "rails", shape.rails)) {
-      return 2;
-    }
-  } else if (topology == "star") {
-    for (const char* leaf_spine_only : {"leaves", "spines", "hosts-per-leaf", "rails"}) {
-      if (flags.has(leaf_spine_only)) {
-        std::fprintf(stderr, "fabric-chaos lab: --%s is for --topology leaf-spine\n",
-                     leaf_spine_only);
-        return 2;
-      }
-    }
-    if (!parseInt(flags, "hosts", options.hosts)) return 2;
-  } else {
-    std::fprintf(stderr, "fabric-chaos lab: --topology must be star or leaf-spine, not \"%s\"\n",
-                 topology.c_str());
+    options.leaf_spine = *leaf_spine;
+  } else if (!parseInt(flags, "hosts", options.hosts)) {
     return 2;
   }
   if (auto egress = egressFromFlags(flags); !egress.isOk()) {

@@ -159,6 +159,16 @@ scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& 
   return fabric;
 }
 
+NetnsPort leafHostPort(const std::string& prefix, const LeafSpineShape& shape, int host, int rail) {
+  const int group = host / shape.hosts_per_leaf;
+  return {ns(prefix, leafSwitchName(group * shape.rails + rail)),
+          "p" + std::to_string(host % shape.hosts_per_leaf)};
+}
+
+std::string leafSpineHostAddress(const LeafSpineShape& shape, int host, int rail) {
+  return hostAddress({host / shape.hosts_per_leaf, rail}, host % shape.hosts_per_leaf);
+}
+
 std::vector<NetnsPort> leafHostPorts(const std::string& prefix, const LeafSpineShape& shape) {
   std::vector<NetnsPort> ports;
   for (int leaf = 0; leaf < shape.leaves; ++leaf) {
@@ -169,11 +179,15 @@ std::vector<NetnsPort> leafHostPorts(const std::string& prefix, const LeafSpineS
   return ports;
 }
 
-LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& shape) {
+LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& shape,
+                              HostCabling cabling) {
   LeafSpineBuild build;
   const scenarios::Fabric fabric = describeLeafSpine("", prefix, shape);
+  const bool veth_hosts = cabling == HostCabling::kVethNamespaces;
   for (const auto& sw : fabric.switches) build.namespaces.push_back(sw.netns);
-  for (const auto& host : fabric.hosts) build.namespaces.push_back(host.netns);
+  if (veth_hosts) {
+    for (const auto& host : fabric.hosts) build.namespaces.push_back(host.netns);
+  }
 
   for (const auto& netns : build.namespaces) {
     // IPv6 off: its router solicitations and neighbour discovery would be counted by every port
@@ -211,7 +225,7 @@ LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& s
   for (int spine = 0; spine < shape.spines; ++spine) {
     ip({"-n", ns(prefix, spineSwitchName(spine)), "link", "set", "lo", "up"});
   }
-  for (int group = 0; group < groups(shape); ++group) {
+  for (int group = 0; veth_hosts && group < groups(shape); ++group) {
     for (int n = 0; n < shape.hosts_per_leaf; ++n) {
       const std::string host_ns = ns(prefix, hostName(group * shape.hosts_per_leaf + n));
       ip({"-n", host_ns, "link", "set", "lo", "up"});

@@ -52,9 +52,14 @@ struct NetnsSysctl {
   bool operator==(const NetnsSysctl&) const = default;
 };
 
-// What NetnsLab runs, in this order: `ip netns add` of every namespace, the sysctls (before any
-// interface exists, so that conf.default reaches every one of them), then the `ip` commands
-// (arguments after "ip") that cable, address and route the fabric.
+// Who cables the hosts. The namespace lab's hosts are namespaces the plan creates and cables by
+// veth; the VM lab's are guests whose taps the VM lab moves into the leaves as their host ports
+// (leafHostPort), so the plan builds the switches alone.
+enum class HostCabling { kVethNamespaces, kByCaller };
+
+// What LeafSpineSwitches runs, in this order: `ip netns add` of every namespace, the sysctls
+// (before any interface exists, so that conf.default reaches every one of them), then the `ip`
+// commands (arguments after "ip") that cable, address and route the fabric.
 struct LeafSpineBuild {
   std::vector<std::string> namespaces;
   std::vector<NetnsSysctl> sysctls;
@@ -72,6 +77,11 @@ struct NetnsPort {
 // NetnsLab attaches the flow-hash reset, since packets enter the fabric there.
 std::vector<NetnsPort> leafHostPorts(const std::string& prefix, const LeafSpineShape& shape);
 
+// Host `host`'s (0..) port on its rail-`rail` leaf, and the address its NIC there holds (without
+// the /16): where the VM lab cables a guest and what the guest configures.
+NetnsPort leafHostPort(const std::string& prefix, const LeafSpineShape& shape, int host, int rail);
+std::string leafSpineHostAddress(const LeafSpineShape& shape, int host, int rail);
+
 // The addressing plan above, shared with the routing configuration (lab/leaf_spine_routing.h).
 std::string leafSwitchName(int leaf);                               // "l<i>"
 std::string spineSwitchName(int spine);                             // "s<j>"
@@ -81,6 +91,7 @@ std::string uplinkAddress(int leaf, int spine, bool spine_end);     // without t
 // Both need a shape that passed checkLeafSpineShape.
 scenarios::Fabric describeLeafSpine(const std::string& name, const std::string& prefix,
                                     const LeafSpineShape& shape);
-LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& shape);
+LeafSpineBuild leafSpineBuild(const std::string& prefix, const LeafSpineShape& shape,
+                              HostCabling cabling = HostCabling::kVethNamespaces);
 
 }  // namespace fabric_chaos::lab

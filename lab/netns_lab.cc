@@ -3,20 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "injectors/sys/ecn_marker.h"
-#include "injectors/sys/flow_hash_reset.h"
 #include "injectors/sys/netns.h"
 #include "injectors/sys/process.h"
 #include "lab/ecn_model.h"
 #include "lab/lab_common.h"
-#include "lab/leaf_spine_routing.h"
+#include "lab/leaf_spine_switches.h"
 #include "lab/pfc_agent.h"
 #include "lab/port_model.h"
 #include "lab/slurm_lab_plan.h"
@@ -178,14 +172,14 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
     // A leaf-spine whose routing daemons died (killed, or a crash) cannot route around a fault:
     // rebuild it.
     const std::string missing =
-        options_.topology == LabTopology::kLeafSpine ? routingProblem() : std::string();
+        options_.topology == LabTopology::kLeafSpine ? leafSpine().routingProblem() : std::string();
     if (!missing.empty()) progress("its BGP routing is broken (" + missing + "): rebuilding");
     if (present.isOk() && present->size() == labNamespaces(options_).size() && missing.empty()) {
       progress("lab " + options_.name + " is already up (" + summary(fabric) + ")");
       // A lab made by an older version may still have offloads on, or lack the hash reset.
       FC_RETURN_IF_ERROR(settleOffloads(progress));
       if (options_.topology == LabTopology::kLeafSpine) {
-        FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
+        FC_RETURN_IF_ERROR(leafSpine().ensureFiveTupleHashing(progress));
       }
       FC_RETURN_IF_ERROR(ensurePfcAgents(fabric, progress));
       return fabric;
@@ -279,130 +273,19 @@ Status NetnsLab::buildStar(const scenarios::Fabric& fabric, const Progress& prog
   return Status::ok();
 }
 
-Status NetnsLab::buildLeafSpine(const Progress& progress) {
-  const LeafSpineShape& shape = options_.leaf_spine;
-  const LeafSpineBuild build = leafSpineBuild(options_.prefix, shape);
-  progress("creating " + std::to_string(build.namespaces.size()) +
-           " namespaces: " + std::to_string(shape.leaves) + " leaves, " +
-           std::to_string(shape.spines) + " spines and their hosts");
-  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, build.namespaces.front(), kIpErrors));
-  for (size_t i = 1; i < build.namespaces.size(); ++i) {
-    FC_RETURN_IF_ERROR(ip({"netns", "add", build.namespaces[i]}));
-  }
-  progress("setting forwarding, ECMP hashing (five-tuple) and link-down detection on the switches");
-  for (const NetnsSysctl& setting : build.sysctls) {
-    FC_RETURN_IF_ERROR(sysctls_.set(setting.netns, setting.key, setting.value));
-  }
-  progress("cabling, addressing and routing (" + std::to_string(build.ip_commands.size()) +
-           " ip commands)");
-  for (const auto& command : build.ip_commands) FC_RETURN_IF_ERROR(ip(command));
-  FC_RETURN_IF_ERROR(ensureFiveTupleHashing(progress));
-  return startRouting(progress);
+LeafSpineSwitches NetnsLab::leafSpine() {
+  return LeafSpineSwitches(runner_, sysctls_, options_.prefix, options_.leaf_spine, routingDir(),
+                           kIpErrors);
 }
 
-Status NetnsLab::ensureFiveTupleHashing(const Progress& progress) {
-  const std::vector<NetnsPort> ports = leafHostPorts(options_.prefix, options_.leaf_spine);
-  int added = 0;
-  for (const NetnsPort& port : ports) {
-    auto present = sys::hasFlowHashReset(port.netns, port.ifname);
-    if (!present.isOk()) return present.status();
-    if (*present) continue;
-    FC_RETURN_IF_ERROR(sys::attachFlowHashReset(port.netns, port.ifname));
-    ++added;
-  }
-  if (added == 0) return Status::ok();
-  progress("flow-hash reset on " +
-           (added == static_cast<int>(ports.size()) ? "all " : std::to_string(added) + " of ") +
-           std::to_string(ports.size()) +
-           " leaf host ports (tc ingress BPF): switches hash each flow's five-tuple, and without "
-           "it a Linux sender's random socket hash would pick the spine");
-  return Status::ok();
+Status NetnsLab::buildLeafSpine(const Progress& progress) {
+  LeafSpineSwitches switches = leafSpine();
+  FC_RETURN_IF_ERROR(
+      switches.build(leafSpineBuild(options_.prefix, options_.leaf_spine), progress));
+  return switches.ensureFiveTupleHashing(progress);
 }
 
 std::string NetnsLab::routingDir() const { return options_.state_dir + "/lab/" + options_.name; }
-
-Status NetnsLab::startRouting(const Progress& progress) {
-  auto version = runner_.run({"bird", "--version"});
-  if (!version.isOk()) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "the leaf-spine lab runs BGP with BIRD 2 on its switches, and `bird` cannot be "
-                  "started here (" +
-                      version.status().message() +
-                      "); install Debian's bird2 package (deploy/install-deps.sh does)");
-  }
-  const std::string dir = routingDir();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status(StatusCode::kInternal, "cannot create " + dir + ": " + ec.message());
-  const std::vector<SwitchRouting> routing =
-      leafSpineRouting(options_.prefix, options_.leaf_spine, dir);
-  progress("starting BGP (BIRD) on " + std::to_string(routing.size()) + " switches");
-  for (const SwitchRouting& sw : routing) {
-    {
-      std::ofstream out(sw.config_path);
-      out << sw.config;
-      if (!out) return Status(StatusCode::kInternal, "cannot write " + sw.config_path);
-    }
-    // bird daemonises once its configuration is read, so a bad one fails here with its reason.
-    auto started = runner_.run({"ip", "netns", "exec", sw.netns, "bird", "-c", sw.config_path, "-s",
-                                sw.socket_path, "-P", sw.pid_path});
-    if (!started.isOk()) return started.status().withContext("starting BIRD on " + sw.netns);
-    if (started->exit_code != 0) {
-      return Status(StatusCode::kInternal, "BIRD did not start on " + sw.netns + " (exit " +
-                                               std::to_string(started->exit_code) +
-                                               "): " + started->err + started->out);
-    }
-  }
-  return waitForConvergence(progress);
-}
-
-std::string NetnsLab::routingProblem() {
-  std::string problem;
-  for (const auto& sw : describeLab(options_).switches) {
-    auto pids = runner_.run({"ip", "netns", "pids", sw.netns});
-    if (!pids.isOk() || pids->exit_code != 0 || pids->out.empty()) {
-      problem += (problem.empty() ? "no BGP daemon in " : ", ") + sw.netns;
-    }
-  }
-  if (!problem.empty()) return problem;
-  return missingRoutes();
-}
-
-std::string NetnsLab::missingRoutes() {
-  std::string missing;
-  for (const LeafRoutes& leaf : expectedLeafRoutes(options_.prefix, options_.leaf_spine)) {
-    auto routes = runner_.run({"ip", "-n", leaf.netns, "-j", "route", "show", "proto", "bird"});
-    const nlohmann::json doc =
-        routes.isOk() && routes->exit_code == 0
-            ? nlohmann::json::parse(routes->out, nullptr, /*allow_exceptions=*/false)
-            : nlohmann::json();
-    for (const std::string& subnet : unconvergedSubnets(leaf, doc)) {
-      missing += (missing.empty() ? "" : ", ") + leaf.netns + " -> " + subnet;
-    }
-  }
-  return missing;
-}
-
-Status NetnsLab::waitForConvergence(const Progress& progress) {
-  // Sessions come up within about a second; 30 s leaves room for a loaded machine.
-  const auto started = std::chrono::steady_clock::now();
-  const auto deadline = started + std::chrono::seconds(30);
-  for (std::string missing = missingRoutes(); !missing.empty(); missing = missingRoutes()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Status(StatusCode::kUnavailable,
-                    "BGP did not converge within 30 s; still missing (or short of paths): " +
-                        missing + "; see the BIRD logs in " + routingDir());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - started)
-                      .count();
-  progress("BGP converged in " + std::to_string(ms) +
-           " ms: every leaf reaches every other leaf's hosts through all " +
-           std::to_string(options_.leaf_spine.spines) + " spines");
-  return Status::ok();
-}
 
 Status NetnsLab::settleOffloads(const Progress& progress) {
   if (!options_.segmentation_offloads) return disableOffloads(progress);

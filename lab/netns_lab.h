@@ -20,6 +20,7 @@
 #include "injectors/sys/offloads.h"
 #include "injectors/sys/sysctl.h"
 #include "lab/leaf_spine.h"
+#include "lab/leaf_spine_switches.h"
 #include "scenarios/topology.h"
 
 namespace fabric_chaos::lab {
@@ -92,23 +93,13 @@ class NetnsLab {
   // Starts the PFC agent of every switch that has none running (egress->pfc only).
   core::Status ensurePfcAgents(const scenarios::Fabric& fabric, const Progress& progress);
   core::Status buildStar(const scenarios::Fabric& fabric, const Progress& progress);
+  // The switches, namespaces and hosts of the leaf-spine, routed and hashing five-tuples.
   core::Status buildLeafSpine(const Progress& progress);
-  // The flow-hash reset (injectors/sys/flow_hash_reset.h) on every leaf host port that lacks it,
-  // so that the leaves hash each flow's five-tuple: a new lab, or one built by an older version.
-  core::Status ensureFiveTupleHashing(const Progress& progress);
   // The egress model on every switch port of the fabric (lab/port_model.h).
   core::Status applyEgress(const scenarios::Fabric& fabric, const Progress& progress);
-  // BGP on every switch (lab/leaf_spine_routing.h), then waits until every leaf has every path.
-  core::Status startRouting(const Progress& progress);
-  core::Status waitForConvergence(const Progress& progress);
-  // The leaf routes BGP has not installed yet ("fcl-l0 -> 10.210.1.0/24, ..."); "" when every
-  // leaf reaches every other through every spine.
-  std::string missingRoutes();
-  // missingRoutes(), after checking that every switch namespace still runs its daemon.
-  std::string routingProblem();
+  LeafSpineSwitches leafSpine();
   // Where the routing daemons' configurations, sockets, pid files and logs live.
   std::string routingDir() const;
-  // Ends every process inside the namespace (`ip netns pids`).
 
   sys::CommandRunner& runner_;
   sys::Offloads& offloads_;

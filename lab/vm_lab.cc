@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -33,13 +34,10 @@ using core::Status;
 using core::StatusCode;
 namespace fs = std::filesystem;
 
-std::string switchNs(const VmLabOptions& o) { return o.prefix + "-sw0"; }
-std::string tapName(const VmLabOptions& o, int i) { return o.prefix + "-tap" + std::to_string(i); }
-std::string qemuName(const VmLabOptions& o, int i) { return o.prefix + "-vm" + std::to_string(i); }
-
-// The lab's taps (names starting with `own`) in `ip -o link show` output.
-std::vector<std::string> ownTaps(const std::string& ip_link_output, const std::string& own) {
-  std::vector<std::string> taps;
+// The interface names in `ip -o link show` output that `keep` accepts.
+std::vector<std::string> linksIn(const std::string& ip_link_output,
+                                 const std::function<bool(const std::string&)>& keep) {
+  std::vector<std::string> names;
   std::istringstream lines(ip_link_output);
   std::string line;
   while (std::getline(lines, line)) {
@@ -47,9 +45,17 @@ std::vector<std::string> ownTaps(const std::string& ip_link_output, const std::s
     if (colon == std::string::npos) continue;
     std::string ifname = line.substr(colon + 2, line.find(':', colon + 2) - colon - 2);
     ifname = ifname.substr(0, ifname.find('@'));
-    if (ifname.rfind(own, 0) == 0) taps.push_back(ifname);
+    if (keep(ifname)) names.push_back(ifname);
   }
-  return taps;
+  return names;
+}
+
+// Whether `name` is one of a VM lab's switch namespaces, star or leaf-spine, whatever its size:
+// <prefix>-sw0, <prefix>-l<i>, <prefix>-s<j>.
+bool isSwitchNamespace(const std::string& prefix, const std::string& name) {
+  static const std::regex kSwitch("sw0|[ls][0-9]+");
+  return name.rfind(prefix + "-", 0) == 0 &&
+         std::regex_match(name.substr(prefix.size() + 1), kSwitch);
 }
 
 constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPermissionDenied},
@@ -57,29 +63,7 @@ constexpr IpErrorRule kIpErrors[] = {{"Operation not permitted", StatusCode::kPe
                                      {"does not exist", StatusCode::kNotFound},
                                      {"Cannot find device", StatusCode::kNotFound}};
 
-std::string macAddress(const char* prefix, int i) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%s:%02x", prefix, i & 0xff);
-  return buffer;
-}
-
-// The guest mounts private tmpfs here, so host files below them are invisible to it.
-std::string hiddenInGuest(const std::string& path) {
-  for (const char* dir : {"/tmp", "/run", "/var/tmp"}) {
-    const std::string d = dir;
-    if (path == d || path.rfind(d + "/", 0) == 0) return d;
-  }
-  return "";
-}
-
 }  // namespace
-
-std::string guestShareRoot(const std::string& path) {
-  const std::string hidden = hiddenInGuest(path);
-  if (hidden.empty() || path.size() <= hidden.size() + 1) return "";
-  const size_t end = path.find('/', hidden.size() + 1);
-  return end == std::string::npos ? path : path.substr(0, end);
-}
 
 namespace {
 
@@ -137,171 +121,6 @@ std::string lastGuestLine(const std::string& console) {
 
 }  // namespace
 
-std::string base64Encode(const std::string& data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const uint32_t v = (uint32_t{static_cast<unsigned char>(data[i])} << 16) |
-                       (uint32_t{static_cast<unsigned char>(data[i + 1])} << 8) |
-                       uint32_t{static_cast<unsigned char>(data[i + 2])};
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  const size_t rest = data.size() - i;
-  if (rest > 0) {
-    uint32_t v = uint32_t{static_cast<unsigned char>(data[i])} << 16;
-    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(data[i + 1])} << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string vmName(int index) { return "vm" + std::to_string(index); }
-std::string vmDir(const VmLabOptions& options) { return options.state_dir + "/vm"; }
-std::string vmPidFile(const VmLabOptions& options, int index) {
-  return vmDir(options) + "/" + vmName(index) + ".pid";
-}
-std::string vmConsoleLog(const VmLabOptions& options, int index) {
-  return vmDir(options) + "/" + vmName(index) + ".console.log";
-}
-std::string vmTokenFile(const VmLabOptions& options) { return vmDir(options) + "/agent.token"; }
-
-std::string defaultAgentCommand(const VmLabOptions& options) {
-  return options.binary + " agent --listen 0.0.0.0:" + std::to_string(options.guest_agent_port) +
-         " --token-file " + vmTokenFile(options) + " --allow eth0 --mgmt-if eth1";
-}
-
-scenarios::Fabric describeVmLab(const VmLabOptions& options) {
-  scenarios::Fabric fabric;
-  fabric.name = options.name;
-  fabric.kind = "vm";
-  scenarios::Switch sw;
-  sw.name = "sw0";
-  sw.netns = switchNs(options);
-  sw.bridge = "br0";
-  sw.labels = {{"role", "leaf"}};
-  for (int i = 0; i < options.hosts; ++i) {
-    scenarios::Host host;
-    host.name = vmName(i);
-    host.netns = "";  // the guest's initial namespace: rxe only works there
-    host.agent = "http://127.0.0.1:" + std::to_string(options.base_agent_port + i);
-    host.agent_token_file = vmTokenFile(options);
-    host.nics.push_back({"eth0", options.subnet + "." + std::to_string(i + 1)});
-    host.labels = {{"rack", "r" + std::to_string(i / std::max(1, options.hosts_per_rack))},
-                   {"leaf", "sw0"}};
-    fabric.hosts.push_back(host);
-    const std::string port = tapName(options, i);
-    sw.ports.push_back(port);
-    fabric.links.push_back({host.name + "-sw0", host.name, "eth0", "sw0", port, {}});
-  }
-  sw.egress = options.egress;
-  fabric.switches.push_back(sw);
-  return fabric;
-}
-
-std::string kernelCommandLine(const VmLabOptions& options, int index) {
-  // quiet and the timer/uart options shave ~1.5 s off a TCG boot; mitigations are pointless in a
-  // throw-away test guest. panic=-1 with qemu's -no-reboot turns a panic into a qemu exit.
-  std::string line =
-      "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable no_timer_check "
-      "8250.nr_uarts=1";
-  line += " fc.init=" + options.guest_init;
-  line += " fc.name=" + vmName(index);
-  line += " fc.ip=" + options.subnet + "." + std::to_string(index + 1) + "/24";
-  line += " fc.rxe=1";
-  line += " fc.shares=fcstate:" + vmDir(options);
-  for (size_t i = 0; i < options.shares.size(); ++i) {
-    line += ",fcshare" + std::to_string(i) + ":" + options.shares[i];
-  }
-  if (!options.agent_command.empty()) line += " fc.agent=" + base64Encode(options.agent_command);
-  return line;
-}
-
-namespace {
-
-// With PFC, the switch's gate holds frames of up to 1536 bytes and sends them back after the
-// pause. A guest whose data NIC offers TSO hands its tap segments of up to 64 KB, which the gate
-// would have to drop: without host_tso*/host_ufo/gso the guest segments to its MTU itself.
-std::string dataNicOffloads(const VmLabOptions& options) {
-  if (!options.egress || !options.egress->pfc) return "";
-  return ",gso=off,host_tso4=off,host_tso6=off,host_ufo=off";
-}
-
-}  // namespace
-
-std::vector<std::string> qemuArgv(const VmLabOptions& options, int index) {
-  const std::string i = std::to_string(index);
-  const std::string name = qemuName(options, index);
-  std::vector<std::string> argv = {
-      options.qemu,
-      "-name",
-      name,
-      // TCG only: with KVM this guest hangs on the machines we run on.
-      "-accel",
-      "tcg",
-      // Without 5-level paging: under qemu 7.2's TCG a guest with LA57 paging died of kernel
-      // double faults and NULL dereferences in rxe's and TCP's send paths under load (3 of 9
-      // roce-incast runs), and of none in 9 runs without it.
-      "-cpu",
-      "max,la57=off",
-      "-m",
-      std::to_string(options.mem_mb),
-      "-smp",
-      "1",
-      "-nodefaults",
-      "-no-reboot",
-      // -nographic cannot be combined with -daemonize: no display, the serial port to a file.
-      "-display",
-      "none",
-      "-monitor",
-      "none",
-      "-serial",
-      "file:" + vmConsoleLog(options, index),
-      "-daemonize",
-      "-pidfile",
-      vmPidFile(options, index),
-      "-kernel",
-      options.cache_dir + "/vmlinuz",
-      "-initrd",
-      options.cache_dir + "/initramfs.cpio.gz",
-      "-append",
-      kernelCommandLine(options, index),
-      // NICs first with fixed slots: the guest names them eth0 (data) and eth1 (management).
-      "-netdev",
-      "tap,id=data,ifname=" + tapName(options, index) + ",script=no,downscript=no",
-      "-device",
-      "virtio-net-pci,netdev=data,mac=" + macAddress("52:54:00:fc:00", index) + ",addr=0x3" +
-          dataNicOffloads(options),
-      "-netdev",
-      "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:" +
-          std::to_string(options.base_agent_port + index) +
-          "-:" + std::to_string(options.guest_agent_port),
-      "-device",
-      "virtio-net-pci,netdev=mgmt,mac=" + macAddress("52:54:00:fd:00", index) + ",addr=0x4",
-      "-virtfs",
-      "local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,readonly=on",
-      "-virtfs",
-      "local,path=" + options.cache_dir +
-          "/kernel/lib,mount_tag=fckernel,security_model=passthrough,readonly=on",
-      "-virtfs",
-      "local,path=" + vmDir(options) + ",mount_tag=fcstate,security_model=passthrough,readonly=on",
-  };
-  for (size_t i = 0; i < options.shares.size(); ++i) {
-    argv.push_back("-virtfs");
-    argv.push_back("local,path=" + options.shares[i] + ",mount_tag=fcshare" + std::to_string(i) +
-                   ",security_model=passthrough,readonly=on");
-  }
-  return argv;
-}
-
 bool httpAnswers(int port, int timeout_ms) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -325,8 +144,9 @@ bool httpAnswers(int port, int timeout_ms) {
   return answered;
 }
 
-VmLab::VmLab(sys::CommandRunner& runner, VmLabOptions options, PortProbe probe)
-    : runner_(runner), options_(std::move(options)), probe_(std::move(probe)) {
+VmLab::VmLab(sys::CommandRunner& runner, sys::NetnsSysctls& sysctls, VmLabOptions options,
+             PortProbe probe)
+    : runner_(runner), sysctls_(sysctls), options_(std::move(options)), probe_(std::move(probe)) {
   if (!probe_) probe_ = [](int port) { return httpAnswers(port); };
 }
 
@@ -334,10 +154,37 @@ std::string VmLab::fabricFile() const { return fabricFilePath(options_.state_dir
 
 Status VmLab::ip(const std::vector<std::string>& args) { return runIp(runner_, args, kIpErrors); }
 
-bool VmLab::switchPresent() {
-  auto names = namespacesWithPrefix(runner_, switchNs(options_));
-  if (!names.isOk()) return false;
-  return std::find(names->begin(), names->end(), switchNs(options_)) != names->end();
+std::vector<std::string> VmLab::ownSwitchNamespaces() {
+  auto names = namespacesWithPrefix(runner_, options_.prefix + "-");
+  std::vector<std::string> own;
+  if (!names.isOk()) return own;
+  for (const std::string& name : *names) {
+    if (isSwitchNamespace(options_.prefix, name)) own.push_back(name);
+  }
+  return own;
+}
+
+bool VmLab::switchesPresent() {
+  // The lab that is there, which need not be the one these options describe.
+  std::vector<std::string> wanted;
+  if (auto named = namespacesInFabricFile(fabricFile())) {
+    for (const std::string& netns : *named) {
+      if (!netns.empty()) wanted.push_back(netns);
+    }
+  } else {
+    for (const auto& sw : describeVmLab(options_).switches) wanted.push_back(sw.netns);
+  }
+  const std::vector<std::string> present = ownSwitchNamespaces();
+  return !wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [&](const std::string& n) {
+    return std::find(present.begin(), present.end(), n) != present.end();
+  });
+}
+
+std::string VmLab::routingDir() const { return options_.state_dir + "/lab/" + options_.name; }
+
+LeafSpineSwitches VmLab::leafSpine() {
+  return LeafSpineSwitches(runner_, sysctls_, options_.prefix,
+                           options_.leaf_spine.value_or(LeafSpineShape{}), routingDir(), kIpErrors);
 }
 
 std::vector<pid_t> VmLab::labProcesses() {
@@ -367,8 +214,8 @@ std::vector<pid_t> VmLab::labProcesses() {
 core::Result<VmLabStatus> VmLab::status() {
   VmLabStatus st;
   st.fabric_file = fabricFile();
-  st.hosts = hostsInFabricFile(st.fabric_file, options_.hosts);
-  st.switch_present = switchPresent();
+  st.hosts = hostsInFabricFile(st.fabric_file, vmCount(options_));
+  st.switch_present = switchesPresent();
   for (int i = 0; i < st.hosts; ++i) {
     // A pid file can outlive its qemu, and the pid be reused: check what runs there.
     const pid_t pid = readPidFile(vmPidFile(options_, i));
@@ -422,8 +269,26 @@ Status VmLab::checkPrerequisites() {
                   "lab up --kind vm needs root for taps, namespaces and qemu's 9p passthrough; run "
                   "it as root (sudo)");
   }
-  if (options_.hosts < 2 || options_.hosts > 32) {
+  if (!options_.leaf_spine && (options_.hosts < 2 || options_.hosts > 32)) {
     return Status(StatusCode::kInvalidArgument, "--hosts must be between 2 and 32 for the VM lab");
+  }
+  if (options_.leaf_spine) {
+    FC_RETURN_IF_ERROR(checkLeafSpineShape(*options_.leaf_spine));
+    if (options_.leaf_spine->rails != 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--rails must be 1 for the VM lab: a guest has one data NIC");
+    }
+    if (vmCount(options_) > 32) {
+      return Status(StatusCode::kInvalidArgument,
+                    "the VM lab boots at most 32 VMs, and this leaf-spine has " +
+                        std::to_string(vmCount(options_)) +
+                        " hosts ((--leaves / --rails) * --hosts-per-leaf)");
+    }
+    if (options_.egress && options_.egress->pfc) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--pfc needs the star in the VM lab: its PFC agent runs on the one switch, "
+                    "and pause propagation between leaves and spines is the namespace lab's");
+    }
   }
   if (options_.egress) FC_RETURN_IF_ERROR(checkEgressModel(*options_.egress));
   if (options_.egress) FC_RETURN_IF_ERROR(checkEcnMarking(*options_.egress));
@@ -514,10 +379,11 @@ Status VmLab::writeFabric(const scenarios::Fabric& fabric) {
 
 Status VmLab::bootVm(int index, const Progress& progress) {
   const std::string name = vmName(index);
-  const std::string tap = tapName(options_, index);
+  const std::string tap = vmTapName(options_, index);
+  const NetnsPort port = vmSwitchPort(options_, index);
   std::error_code ec;
   fs::remove(vmPidFile(options_, index), ec);
-  progress(name + ": starting qemu (" + options_.subnet + "." + std::to_string(index + 1) +
+  progress(name + ": starting qemu (" + vmDataAddress(options_, index) +
            ", agent port 127.0.0.1:" + std::to_string(options_.base_agent_port + index) + ")");
   auto argv = qemuArgv(options_, index);
   // -daemonize returns once the VM is set up (tap open, pid file written) and keeps it running
@@ -539,20 +405,25 @@ Status VmLab::bootVm(int index, const Progress& progress) {
   // working after the move into the switch namespace.
   Status moved;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    moved = ip({"link", "set", tap, "netns", switchNs(options_)});
+    moved = ip({"link", "set", tap, "netns", port.netns});
     if (moved.isOk()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!moved.isOk()) return moved.withContext(name + ": cannot move " + tap + " into the switch");
-  FC_RETURN_IF_ERROR(ip({"-n", switchNs(options_), "link", "set", tap, "master", "br0"}));
-  FC_RETURN_IF_ERROR(ip({"-n", switchNs(options_), "link", "set", tap, "up"}));
+  // On a leaf the tap is the host port p<n> that the routing plan, the flow-hash reset and the
+  // fabric description name (it is down after the move, so it can be renamed).
+  if (port.ifname != tap) {
+    FC_RETURN_IF_ERROR(ip({"-n", port.netns, "link", "set", tap, "name", port.ifname}));
+  }
+  FC_RETURN_IF_ERROR(ip({"-n", port.netns, "link", "set", port.ifname, "master", "br0"}));
+  FC_RETURN_IF_ERROR(ip({"-n", port.netns, "link", "set", port.ifname, "up"}));
   return Status::ok();
 }
 
 Status VmLab::waitReady(const Progress& progress) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const int n = options_.hosts;
+  const int n = vmCount(options_);
   std::vector<bool> ready(static_cast<size_t>(n), false);
   std::vector<bool> agent_ready(static_cast<size_t>(n), options_.agent_command.empty());
   std::vector<double> ready_at(static_cast<size_t>(n), 0);
@@ -626,20 +497,72 @@ Status VmLab::waitReady(const Progress& progress) {
   }
 }
 
+// "2 VMs on switch sw0", "4 VMs on 2 leaves and 2 spines".
+std::string VmLab::shapeText() const {
+  const std::string vms = std::to_string(vmCount(options_)) + " VMs";
+  if (!options_.leaf_spine) return vms + " on switch sw0";
+  return vms + " on " + std::to_string(options_.leaf_spine->leaves) + " leaves and " +
+         std::to_string(options_.leaf_spine->spines) + " spines";
+}
+
+Status VmLab::buildSwitches(const Progress& progress) {
+  if (options_.leaf_spine) {
+    return leafSpine().build(
+        leafSpineBuild(options_.prefix, *options_.leaf_spine, HostCabling::kByCaller), progress);
+  }
+  const std::string sw = vmSwitchPort(options_, 0).netns;
+  progress("creating switch namespace " + sw + " with bridge br0");
+  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
+  // As in the namespace lab: STP off and forward_delay 0, so a port forwards as soon as it is up.
+  return addSwitchBridge(runner_, sw, kIpErrors);
+}
+
+Status VmLab::applyEgress(const scenarios::Fabric& fabric, const Progress& progress) {
+  if (!options_.egress) return Status::ok();
+  int ports = 0;
+  for (const auto& sw : fabric.switches) {
+    for (const auto& port : sw.ports) {
+      for (const auto& command : egressCommands(sw.netns, port, *options_.egress)) {
+        FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
+      }
+      // The taps and uplinks are host-kernel ports too: the same BPF marker as the namespace
+      // lab's.
+      if (options_.egress->ecn) {
+        FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw.netns, port, ecnMarkerConfig(*options_.egress)));
+      }
+      ++ports;
+    }
+  }
+  progress("modelled egress on all " + std::to_string(ports) +
+           " switch ports: " + describeEgress(*options_.egress));
+  if (options_.egress->ecn)
+    progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
+  if (options_.egress->pfc) {
+    const scenarios::Switch& sw_model = fabric.switches.front();
+    FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw_model, options_.state_dir));
+    progress(describePfc(*options_.egress, pfcStatsFile(options_.state_dir, sw_model.netns)));
+  }
+  return Status::ok();
+}
+
 core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
   FC_RETURN_IF_ERROR(makeVisibleToGuests());
   FC_RETURN_IF_ERROR(checkPrerequisites());
   auto current = status();
   if (!current.isOk()) return current.status();
   const scenarios::Fabric fabric = describeVmLab(options_);
-  if (current->up && current->hosts == options_.hosts &&
+  if (current->up && current->hosts == vmCount(options_) &&
       readFabricFile(fabricFile()) == scenarios::toJson(fabric)) {
-    progress("lab " + options_.name + " is already up with " + std::to_string(options_.hosts) +
-             " VMs");
-    return fabric;
+    // A leaf-spine whose routing daemons died cannot route around a fault: rebuild it.
+    const std::string broken = options_.leaf_spine ? leafSpine().routingProblem() : "";
+    if (broken.empty()) {
+      progress("lab " + options_.name + " is already up with " + shapeText());
+      return fabric;
+    }
+    progress("its BGP routing is broken (" + broken + "): rebuilding");
   }
   if (current->switch_present || !current->running_vms.empty() || !labProcesses().empty() ||
-      fs::exists(fabricFile())) {
+      !ownSwitchNamespaces().empty() || fs::exists(fabricFile())) {
     progress("removing a partial or different VM lab first");
     FC_RETURN_IF_ERROR(down([](const std::string&) {}));
   }
@@ -649,39 +572,18 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
   if (ec)
     return Status(StatusCode::kInternal, "cannot create " + vmDir(options_) + ": " + ec.message());
 
-  const std::string sw = switchNs(options_);
-  progress("creating switch namespace " + sw + " with bridge br0");
-  FC_RETURN_IF_ERROR(addSwitchNamespace(runner_, sw, kIpErrors));
   auto build = [&]() -> Status {
-    // As in the namespace lab: STP off and forward_delay 0, so a port forwards as soon as it is up.
-    FC_RETURN_IF_ERROR(addSwitchBridge(runner_, sw, kIpErrors));
+    FC_RETURN_IF_ERROR(buildSwitches(progress));
     FC_RETURN_IF_ERROR(writeToken());
-    for (int i = 0; i < options_.hosts; ++i) FC_RETURN_IF_ERROR(bootVm(i, progress));
-    progress("waiting for " + std::to_string(options_.hosts) +
+    const int vms = vmCount(options_);
+    for (int i = 0; i < vms; ++i) FC_RETURN_IF_ERROR(bootVm(i, progress));
+    progress("waiting for " + std::to_string(vms) +
              " VMs to boot (TCG: about 10 s each, longer on a busy machine); consoles in " +
              vmDir(options_));
     FC_RETURN_IF_ERROR(waitReady(progress));
-    if (options_.egress) {
-      for (const auto& port : fabric.switches.front().ports) {
-        for (const auto& command : egressCommands(sw, port, *options_.egress)) {
-          FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
-        }
-        // The taps are host-kernel ports too: the same BPF marker as the namespace lab's.
-        if (options_.egress->ecn) {
-          FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw, port, ecnMarkerConfig(*options_.egress)));
-        }
-      }
-      progress("modelled egress on the switch's " + std::to_string(options_.hosts) +
-               " ports: " + describeEgress(*options_.egress));
-      if (options_.egress->ecn) {
-        progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
-      }
-    }
-    if (options_.egress && options_.egress->pfc) {
-      const scenarios::Switch& sw_model = fabric.switches.front();
-      FC_RETURN_IF_ERROR(startPfcAgent(runner_, options_.binary, sw_model, options_.state_dir));
-      progress(describePfc(*options_.egress, pfcStatsFile(options_.state_dir, sw_model.netns)));
-    }
+    // The leaves' host ports exist now that the taps are in place.
+    if (options_.leaf_spine) FC_RETURN_IF_ERROR(leafSpine().ensureFiveTupleHashing(progress));
+    FC_RETURN_IF_ERROR(applyEgress(fabric, progress));
     return writeFabric(fabric);
   };
   if (Status s = build(); !s.isOk()) {
@@ -689,8 +591,7 @@ core::Result<scenarios::Fabric> VmLab::up(const Progress& progress) {
     (void)down([](const std::string&) {});
     return s;
   }
-  progress("lab " + options_.name + " is up: " + std::to_string(options_.hosts) +
-           " VMs on switch sw0 (" + fabricFile() + ")");
+  progress("lab " + options_.name + " is up: " + shapeText() + " (" + fabricFile() + ")");
   return fabric;
 }
 
@@ -728,32 +629,39 @@ Status VmLab::down(const Progress& progress) {
   }
   sys::releasePooledNetnsSockets();  // or the namespaces would outlive their deletion
   Status first_error;
-  const std::string own = options_.prefix + "-tap";
-  if (switchPresent()) {
-    // A tap that outlived its qemu keeps its clsact qdisc and ECN marker: remove them first.
-    if (auto links = runner_.run({"ip", "-n", switchNs(options_), "-o", "link", "show"});
-        links.isOk()) {
-      for (const auto& tap : ownTaps(links->out, own)) {
-        (void)runner_.run({"tc", "-n", switchNs(options_), "qdisc", "del", "dev", tap, "clsact"});
+  const std::string own_taps = options_.prefix + "-tap";
+  for (const std::string& sw : ownSwitchNamespaces()) {
+    // A tap that outlived its qemu keeps its clsact qdisc (ECN marker, flow-hash reset): remove
+    // them first.
+    if (auto links = runner_.run({"ip", "-n", sw, "-o", "link", "show"}); links.isOk()) {
+      static const std::regex kLeafHostPort("p[0-9]+");
+      for (const auto& port : linksIn(links->out, [&](const std::string& name) {
+             return name.rfind(own_taps, 0) == 0 || std::regex_match(name, kLeafHostPort);
+           })) {
+        (void)runner_.run({"tc", "-n", sw, "qdisc", "del", "dev", port, "clsact"});
       }
     }
-    // The PFC agent, if any, runs inside the switch's namespace and would keep it alive.
-    if (Status s = stopProcessesInNetns(runner_, switchNs(options_), progress); !s.isOk()) {
+    // The PFC agent or the BGP daemon runs inside the switch's namespace and would keep it alive.
+    if (Status s = stopProcessesInNetns(runner_, sw, progress); !s.isOk() && first_error.isOk()) {
       first_error = s;
     }
-    progress("removing namespace " + switchNs(options_));
-    // Deleting the namespace destroys the bridge and any tap still in it.
-    if (Status s = ip({"netns", "del", switchNs(options_)}); !s.isOk()) first_error = s;
+    progress("removing namespace " + sw);
+    // Deleting the namespace destroys the bridge, the uplinks and any tap still in it.
+    if (Status s = ip({"netns", "del", sw}); !s.isOk() && first_error.isOk()) first_error = s;
   }
   // A tap is destroyed with its qemu; one whose qemu was killed before the move is removed here.
   if (auto links = runner_.run({"ip", "-o", "link", "show"}); links.isOk()) {
-    for (const auto& tap : ownTaps(links->out, own)) (void)ip({"link", "del", tap});
+    for (const auto& tap : linksIn(
+             links->out, [&](const std::string& name) { return name.rfind(own_taps, 0) == 0; })) {
+      (void)ip({"link", "del", tap});
+    }
   }
   for (const auto& entry : fs::directory_iterator(vmDir(options_), ec)) {
     if (entry.path().extension() == ".pid") fs::remove(entry.path(), ec);
   }
   fs::remove(vmTokenFile(options_), ec);
   fs::remove(fabricFile(), ec);
+  fs::remove_all(routingDir(), ec);
   if (!labProcesses().empty() && first_error.isOk()) {
     first_error = Status(StatusCode::kInternal, "some qemu processes of the lab did not exit");
   }

@@ -202,6 +202,45 @@ TEST(LeafSpineBuildTest, EachRailHasItsOwnNicAndLeaf) {
                                  "name", "dn2", "netns", "fcr-s0"}));
 }
 
+// The VM lab's plan: its guests' taps become the leaves' host ports, so the plan builds only the
+// switches, and nothing of it names a host namespace.
+TEST(LeafSpineBuildTest, HostsCabledByTheCallerLeaveOnlyTheSwitches) {
+  const LeafSpineBuild build = leafSpineBuild("fcv", shape(2, 2, 2), HostCabling::kByCaller);
+  EXPECT_EQ(build.namespaces, (std::vector<std::string>{"fcv-l0", "fcv-l1", "fcv-s0", "fcv-s1"}));
+  for (const Command& command : build.ip_commands) {
+    ASSERT_GE(command.size(), 2u);
+    EXPECT_EQ(command[1].rfind("fcv-h", 0), std::string::npos) << command[1];
+    EXPECT_EQ(std::find(command.begin(), command.end(), "master"), command.end())
+        << "no host port is enslaved before its tap exists: " << command[1];
+  }
+  for (const NetnsSysctl& setting : build.sysctls) {
+    EXPECT_EQ(setting.netns.rfind("fcv-h", 0), std::string::npos) << setting.netns;
+  }
+  // The switch side is the same as with veth hosts.
+  const LeafSpineBuild with_hosts = leafSpineBuild("fcv", shape(2, 2, 2));
+  for (const Command& command : build.ip_commands) EXPECT_TRUE(hasCommand(with_hosts, command));
+  EXPECT_TRUE(hasCommand(build, {"-n", "fcv-l0", "addr", "add", "10.210.0.254/24", "dev", "br0"}));
+  EXPECT_TRUE(hasCommand(build, {"-n", "fcv-l1", "link", "add", "up0", "type", "veth", "peer",
+                                 "name", "dn1", "netns", "fcv-s0"}));
+}
+
+// Where the caller cables host k, and the address it gives it: the plan's own (h<k>'s NIC).
+TEST(LeafHostPortTest, IsTheAccessLinksSwitchEndAndTheHostsAddress) {
+  for (const LeafSpineShape& s : {shape(2, 2, 2), shape(3, 1, 3), shape(4, 2, 1, 2)}) {
+    const scenarios::Fabric fabric = describeLeafSpine("ls", "fcv", s);
+    for (const scenarios::Link& link : fabric.links) {
+      const int host = std::stoi(link.host.substr(1));
+      const int rail = std::stoi(link.labels.at("rail"));
+      EXPECT_EQ(leafHostPort("fcv", s, host, rail),
+                (NetnsPort{"fcv-" + link.switch_name, link.port}))
+          << link.id;
+      EXPECT_EQ(leafSpineHostAddress(s, host, rail),
+                fabric.hosts[static_cast<size_t>(host)].nics[static_cast<size_t>(rail)].address)
+          << link.id;
+    }
+  }
+}
+
 TEST(LeafHostPortsTest, EveryLeafsPortToEachOfItsHostsOnEveryRail) {
   EXPECT_EQ(leafHostPorts("fcl", shape(2, 2, 2)),
             (std::vector<NetnsPort>{

@@ -87,6 +87,56 @@ TEST(DescribeVmLab, PrefixSubnetAndPortsAreOptions) {
   EXPECT_EQ(fabric.hosts[1].nics[0].address, "10.202.0.2");
 }
 
+// The VM lab on the namespace lab's leaf-spine: the same switches, links and labels, its hosts
+// h<k> as the guests vm<k>, each guest's tap the port p<n> of its leaf and its eth0 the leaf-spine
+// address.
+TEST(DescribeVmLab, LeafSpineIsTheNamespaceLabsWithVmsAsItsHosts) {
+  VmLabOptions options = labOptions(2);
+  options.leaf_spine = LeafSpineShape{2, 2, 2, 1};
+  EXPECT_EQ(vmCount(options), 4);
+  const scenarios::Fabric fabric = describeVmLab(options);
+  const scenarios::Fabric namespaces = describeLeafSpine("vm-lab", "fcv", *options.leaf_spine);
+  EXPECT_EQ(fabric.kind, "vm");
+  ASSERT_EQ(fabric.hosts.size(), 4u);
+  ASSERT_EQ(fabric.switches.size(), namespaces.switches.size());
+  for (size_t i = 0; i < fabric.switches.size(); ++i) {
+    EXPECT_EQ(fabric.switches[i].name, namespaces.switches[i].name);
+    EXPECT_EQ(fabric.switches[i].netns, namespaces.switches[i].netns);
+    EXPECT_EQ(fabric.switches[i].ports, namespaces.switches[i].ports);
+    EXPECT_EQ(fabric.switches[i].labels, namespaces.switches[i].labels);
+  }
+  EXPECT_EQ(fabric.switch_links.size(), 4u);
+  const scenarios::Host& vm2 = fabric.hosts[2];
+  EXPECT_EQ(vm2.name, "vm2");
+  EXPECT_EQ(vm2.netns, "");
+  EXPECT_EQ(vm2.agent, "http://127.0.0.1:7102");
+  EXPECT_EQ(vm2.agent_token_file, "/run/fabric-chaos/vm/agent.token");
+  EXPECT_EQ(vm2.nics.at(0).address, "10.210.1.1");
+  EXPECT_EQ(vm2.labels.at("leaf"), "l1");
+  ASSERT_EQ(fabric.links.size(), 4u);
+  EXPECT_EQ(fabric.links[2].id, "vm2-l1");
+  EXPECT_EQ(fabric.links[2].host, "vm2");
+  EXPECT_EQ(fabric.links[2].switch_name, "l1");
+  EXPECT_EQ(fabric.links[2].port, "p0");
+  EXPECT_EQ(vmSwitchPort(options, 2), (NetnsPort{"fcv-l1", "p0"}));
+  EXPECT_EQ(vmSwitchPort(options, 3), (NetnsPort{"fcv-l1", "p1"}));
+  EXPECT_EQ(vmDataAddress(options, 3), "10.210.1.2/16");
+  EXPECT_NE(kernelCommandLine(options, 3).find(" fc.ip=10.210.1.2/16 "), std::string::npos);
+  // The tap qemu creates keeps the lab's name until the lab moves it into its leaf.
+  EXPECT_EQ(argAfter(qemuArgv(options, 3), "-netdev").find("ifname=fcv-tap3,"),
+            std::string("tap,id=data,").size());
+  // A valid fabric: the codec and the selectors take it.
+  auto parsed = scenarios::fabricFromJson(scenarios::toJson(fabric));
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+}
+
+TEST(DescribeVmLab, StarPortsAndAddressesAreTheTaps) {
+  const VmLabOptions options = labOptions(3);
+  EXPECT_EQ(vmCount(options), 3);
+  EXPECT_EQ(vmSwitchPort(options, 1), (NetnsPort{"fcv-sw0", "fcv-tap1"}));
+  EXPECT_EQ(vmDataAddress(options, 1), "10.201.0.2/24");
+}
+
 TEST(QemuArgv, TcgDaemonWithTapDataNicUserNetManagementAndNinePRoots) {
   auto options = labOptions(2);
   auto argv = qemuArgv(options, 1);

@@ -1,7 +1,9 @@
 // `fabric-chaos lab up|status|down --kind vm` with real qemu VMs (TCG) on Debian's 6.12 kernel:
 // both VMs boot and report ready, reach each other over the tap bridge (ping, and an RDMA RC
-// ping-pong over Soft-RoCE), the agents answer through qemu's port forwards, up is idempotent, a
-// partial lab is rebuilt, and down leaves no qemu, namespace or tap behind.
+// ping-pong over Soft-RoCE), the agents answer through qemu's port forwards, up is idempotent,
+// and down leaves no qemu, namespace or tap behind. On the routed leaf-spine the guests reach
+// each other across the spines, ECMP spreads their flows over both and moves them off a downed
+// uplink, and a partial lab is rebuilt.
 //
 // The guests run a self-test next to their agent (given with --agent-command) and print markers
 // on their consoles, which the test reads: the lab has no other way in yet.
@@ -53,15 +55,26 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Waits until `path` contains `marker` or one of `failures`; returns what it found or "".
+// Whether a line of `text` starts with `marker`. Only a line the guest printed counts: the guest
+// init echoes the whole agent command ("fc-guest: starting agent: ... echo FC_...") first, so a
+// marker anywhere in the text proves nothing.
+bool printedLine(const std::string& text, const std::string& marker) {
+  for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+    if (at == 0 || text[at - 1] == '\n') return true;
+  }
+  return false;
+}
+
+// Waits until the guest printed a line starting with `marker` or one of `failures` on the
+// console at `path`; returns what it found or "".
 std::string waitForMarker(const std::string& path, const std::string& marker,
                           const std::vector<std::string>& failures, int timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (std::chrono::steady_clock::now() < deadline) {
     const std::string text = readFile(path);
-    if (text.find(marker) != std::string::npos) return marker;
+    if (printedLine(text, marker)) return marker;
     for (const auto& f : failures) {
-      if (text.find(f) != std::string::npos) return f;
+      if (printedLine(text, f)) return f;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -250,23 +263,122 @@ TEST_F(VmLabCommand, UpBootsTwoVmsThatReachEachOtherAndDownRemovesEverything) {
   EXPECT_EQ(down_again.exit_code, 0) << down_again.out;
 }
 
-TEST_F(VmLabCommand, APartialLabIsRebuilt) {
-  // With the switch port model on (docs/lab.md, "Port model"), read back by tc on the taps.
-  auto up = lab("up --hosts 2 --no-agent --link-rate 100mbit --buffer 128k");
+// rx_bytes of `ifname` in namespace `netns`, read by the kernel's own counters.
+uint64_t rxBytes(const std::string& netns, const std::string& ifname) {
+  const auto out =
+      runShell("ip netns exec " + netns + " cat /sys/class/net/" + ifname + "/statistics/rx_bytes");
+  return std::strtoull(out.out.c_str(), nullptr, 10);
+}
+
+// The next hops leaf fcv-l0 has for vm1's subnet, as `ip -j route` lists them.
+size_t pathsFromLeaf0ToLeaf1() {
+  const auto out = runShell("ip -n fcv-l0 -j route show 10.210.1.0/24");
+  const auto routes = nlohmann::json::parse(out.out, nullptr, false);
+  if (!routes.is_array() || routes.empty()) return 0;
+  const auto& route = routes[0];
+  return route.contains("nexthops") ? route["nexthops"].size() : 1;
+}
+
+// Polls until pathsFromLeaf0ToLeaf1() is `paths`; whether it got there within timeout_s.
+bool waitForPaths(size_t paths, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (pathsFromLeaf0ToLeaf1() != paths) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return true;
+}
+
+// The VM lab on the namespace lab's routed leaf-spine (2 leaves, 2 spines, one VM per leaf), with
+// the port model on every switch port. Observed from outside the product: tc on the ports, BGP's
+// routes in the leaves' tables, the spines' port counters, and the guests' own ping, RDMA
+// ping-pong and iperf3 (16 flows, whose five-tuples the leaves hash over both spines). With leaf
+// l0's uplink to s0 down, every flow takes s1. Then a lab with a VM killed is partial, and is
+// rebuilt.
+TEST_F(VmLabCommand, LeafSpineRoutesGuestsOverBothSpinesAndAPartialLabIsRebuilt) {
+  const std::string agent = has_agent_ ? binary_ + " agent --listen 0.0.0.0:7070 --token-file " +
+                                             dir_ + "/vm/agent.token --allow eth0 --mgmt-if eth1"
+                                       : "busybox httpd -f -p 7070 -h /tmp";
+  // vm1 serves iperf3 and the ping-pong; vm0 runs the ping-pong, then 16 flows twice, 25 s apart
+  // (the test takes an uplink down in between).
+  const std::string self_test =
+      "case $(hostname) in vm0) peer=10.210.1.1;; *) peer=10.210.0.1;; esac; "
+      "(ok=0; for i in $(seq 1 120); do ping -c 1 -W 1 $peer >/dev/null 2>&1 && "
+      "{ ok=1; break; }; sleep 1; done; "
+      "[ $ok = 1 ] && echo FC_SELFTEST_PING_OK || echo FC_SELFTEST_PING_FAILED; "
+      "if [ $(hostname) = vm1 ]; then iperf3 -s -D; timeout 150 ibv_rc_pingpong -d rxe0 -g 1 -n 5; "
+      "else sleep 3; timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -n 5 $peer && "
+      "echo FC_SELFTEST_RDMA_OK || echo FC_SELFTEST_RDMA_FAILED; sleep 10; "
+      "iperf3 -c $peer -P 16 -t 5 >/dev/null && echo FC_ECMP_A_DONE || echo FC_ECMP_A_FAILED; "
+      "sleep 25; "
+      "iperf3 -c $peer -P 16 -t 5 >/dev/null && echo FC_ECMP_B_DONE || echo FC_ECMP_B_FAILED; "
+      "fi) & exec " +
+      agent;
+  const std::string shape =
+      "--topology leaf-spine --leaves 2 --spines 2 --hosts-per-leaf 1 --link-rate 100mbit "
+      "--buffer 128k";
+  auto up = lab("up " + shape + " --agent-command " + shellQuote(self_test));
   ASSERT_EQ(up.exit_code, 0) << up.out;
-  for (const char* tap : {"fcv-tap0", "fcv-tap1"}) {
-    const std::string classes = runShell(std::string("tc -n fcv-sw0 class show dev ") + tap).out;
+  EXPECT_NE(up.out.find("BGP converged"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("is up: 2 VMs on 2 leaves and 2 spines"), std::string::npos) << up.out;
+
+  // Each VM's tap is its leaf's host port p0; nothing is left in this namespace.
+  for (const char* leaf : {"fcv-l0", "fcv-l1"}) {
+    const std::string ports =
+        runShell(std::string("ip -n ") + leaf + " -o link show master br0").out;
+    EXPECT_NE(ports.find(" p0:"), std::string::npos) << leaf << ": " << ports;
+  }
+  EXPECT_EQ(runShell("ip -o link show | grep -c fcv-tap").out, "0\n");
+  // The port model on every switch port: the hosts' ports, the uplinks and the spines' ports.
+  for (const auto& [netns, port] : std::vector<std::pair<std::string, std::string>>{
+           {"fcv-l0", "p0"}, {"fcv-l0", "up1"}, {"fcv-l1", "p0"}, {"fcv-s0", "dn1"}}) {
+    const std::string classes = runShell("tc -n " + netns + " class show dev " + port).out;
     EXPECT_NE(classes.find("class htb 1:1 root rate 100Mbit ceil 100Mbit"), std::string::npos)
-        << tap << ":\n"
+        << netns << "/" << port << ":\n"
         << classes;
-    const std::string qdiscs = runShell(std::string("tc -n fcv-sw0 qdisc show dev ") + tap).out;
-    EXPECT_NE(qdiscs.find("qdisc bfifo 10: parent 1:10 limit 128Kb"), std::string::npos)
-        << tap << ":\n"
-        << qdiscs;
   }
   auto fabric = nlohmann::json::parse(readFile(dir_ + "/fabrics/vm-lab.json"), nullptr, false);
   ASSERT_FALSE(fabric.is_discarded());
-  EXPECT_EQ(fabric["switches"][0]["egress"]["rate_bps"], 100'000'000);
+  EXPECT_EQ(fabric["kind"], "vm");
+  EXPECT_EQ(fabric["hosts"][1]["nics"][0]["address"], "10.210.1.1");
+  EXPECT_EQ(fabric["switch_links"].size(), 4u);
+  EXPECT_EQ(pathsFromLeaf0ToLeaf1(), 2u) << "BGP: both spines";
+
+  // Across the routed fabric, by IP and by RoCEv2 over rxe.
+  const std::string console0 = dir_ + "/vm/vm0.console.log";
+  EXPECT_EQ(waitForMarker(console0, "FC_SELFTEST_PING_OK", {"FC_SELFTEST_PING_FAILED"}, 150),
+            "FC_SELFTEST_PING_OK");
+  ASSERT_EQ(waitForMarker(console0, "FC_SELFTEST_RDMA_OK", {"FC_SELFTEST_RDMA_FAILED"}, 150),
+            "FC_SELFTEST_RDMA_OK");
+
+  // ECMP: vm0's flows enter the spines on their ports from l0 (dn0).
+  const uint64_t s0_before = rxBytes("fcv-s0", "dn0");
+  const uint64_t s1_before = rxBytes("fcv-s1", "dn0");
+  ASSERT_EQ(waitForMarker(console0, "FC_ECMP_A_DONE", {"FC_ECMP_A_FAILED"}, 120), "FC_ECMP_A_DONE");
+  const double s0_both = static_cast<double>(rxBytes("fcv-s0", "dn0") - s0_before);
+  const double s1_both = static_cast<double>(rxBytes("fcv-s1", "dn0") - s1_before);
+  std::cout << "[ ecmp ] 16 flows, both uplinks: s0 " << s0_both / 1e6 << " MB, s1 "
+            << s1_both / 1e6 << " MB\n";
+  EXPECT_GT(s0_both + s1_both, 10e6) << "iperf3 moved too little to judge";
+  EXPECT_GT(s0_both, 0.1 * (s0_both + s1_both)) << "ECMP left spine s0 idle";
+  EXPECT_GT(s1_both, 0.1 * (s0_both + s1_both)) << "ECMP left spine s1 idle";
+
+  // l0's uplink to s0 down: BGP takes the path out, and every flow crosses s1.
+  ASSERT_EQ(runShell("ip -n fcv-l0 link set up0 down").exit_code, 0);
+  EXPECT_TRUE(waitForPaths(1, 10)) << runShell("ip -n fcv-l0 route").out;
+  const uint64_t s0_cut = rxBytes("fcv-s0", "dn0");
+  const uint64_t s1_cut = rxBytes("fcv-s1", "dn0");
+  EXPECT_EQ(waitForMarker(console0, "FC_ECMP_B_DONE", {"FC_ECMP_B_FAILED"}, 120), "FC_ECMP_B_DONE");
+  const double s0_one = static_cast<double>(rxBytes("fcv-s0", "dn0") - s0_cut);
+  const double s1_one = static_cast<double>(rxBytes("fcv-s1", "dn0") - s1_cut);
+  std::cout << "[ ecmp ] 16 flows, l0-s0 down: s0 " << s0_one / 1e6 << " MB, s1 " << s1_one / 1e6
+            << " MB\n";
+  EXPECT_EQ(s0_one, 0) << "a downed port carries nothing";
+  EXPECT_GT(s1_one, 10e6) << "the flows moved to s1";
+  ASSERT_EQ(runShell("ip -n fcv-l0 link set up0 up").exit_code, 0);
+  EXPECT_TRUE(waitForPaths(2, 20)) << "BGP puts the path back with the link";
+
+  // A VM gone makes the lab partial; up rebuilds it whole.
   runShell("kill -9 $(cat " + dir_ + "/vm/vm1.pid)");
   for (int i = 0; i < 50 && runningLabQemus() != 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -274,16 +386,22 @@ TEST_F(VmLabCommand, APartialLabIsRebuilt) {
   auto status = lab("status");
   EXPECT_EQ(status.exit_code, 3) << status.out;
   EXPECT_NE(status.out.find("1 of 2 VMs running"), std::string::npos) << status.out;
-
-  auto rebuilt = lab("up --hosts 2 --no-agent --link-rate 100mbit --buffer 128k");
+  auto rebuilt = lab("up " + shape + " --no-agent");
   ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
   EXPECT_NE(rebuilt.out.find("removing a partial or different VM lab first"), std::string::npos)
       << rebuilt.out;
   EXPECT_EQ(runningLabQemus(), 2);
   EXPECT_EQ(lab("status").exit_code, 0);
-  EXPECT_NE(runShell("tc -n fcv-sw0 class show dev fcv-tap1").out.find("rate 100Mbit"),
-            std::string::npos)
+  EXPECT_NE(runShell("tc -n fcv-l1 class show dev p0").out.find("rate 100Mbit"), std::string::npos)
       << "the rebuilt lab's ports are modelled too";
+  EXPECT_EQ(pathsFromLeaf0ToLeaf1(), 2u);
+
+  // down: no BGP daemon, leaf, spine or tap outlives the lab.
+  auto down = lab("down");
+  EXPECT_EQ(down.exit_code, 0) << down.out;
+  EXPECT_TRUE(namespacesWithPrefix("fcv-").empty());
+  EXPECT_EQ(runShell("pgrep -fc 'bir[d] -c " + dir_ + "'").out, "0\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/lab/vm-lab"));
 }
 
 TEST_F(VmLabCommand, MissingKernelAndBadSizesAreOneClearSentence) {
