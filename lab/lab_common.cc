@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "core/file_replace.h"
+#include "injectors/sys/ecn_marker.h"
+#include "lab/ecn_model.h"
+#include "lab/port_model.h"
 
 namespace fabric_chaos::lab {
 
@@ -167,6 +170,23 @@ Status writeFabricFile(const std::string& state_dir, const std::string& name,
   }
   return core::replaceFileContents(fabricFilePath(state_dir, name),
                                    scenarios::toJson(fabric).dump(2) + "\n");
+}
+
+core::Result<int> modelEverySwitchPort(sys::CommandRunner& runner, const scenarios::Fabric& fabric,
+                                       const scenarios::EgressModel& egress, IpErrorRules rules) {
+  int ports = 0;
+  for (const auto& sw : fabric.switches) {
+    for (const auto& port : sw.ports) {
+      for (const auto& command : egressCommands(sw.netns, port, egress)) {
+        FC_RETURN_IF_ERROR(runTc(runner, command, rules));
+      }
+      if (egress.ecn) {
+        FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw.netns, port, ecnMarkerConfig(egress)));
+      }
+      ++ports;
+    }
+  }
+  return ports;
 }
 
 }  // namespace fabric_chaos::lab

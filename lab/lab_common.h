@@ -49,6 +49,12 @@ std::vector<std::vector<std::string>> switchBridgeCommands(const std::string& sw
 // bridge's listening/learning states.
 core::Status addSwitchBridge(sys::CommandRunner& runner, const std::string& sw, IpErrorRules rules);
 
+// The port model (lab/port_model.h) on every port of every switch of `fabric`, and the ECN marker
+// (injectors/sys/ecn_marker.h) with it when the model marks: what both labs' switch ports get.
+// The number of ports modelled.
+core::Result<int> modelEverySwitchPort(sys::CommandRunner& runner, const scenarios::Fabric& fabric,
+                                       const scenarios::EgressModel& egress, IpErrorRules rules);
+
 // Whether `tool` is an executable file in a PATH directory (the system's when PATH is unset): a
 // lab's prerequisites, checked before anything is started.
 bool isOnPath(const std::string& tool);

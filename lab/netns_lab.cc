@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "injectors/sys/ecn_marker.h"
 #include "injectors/sys/netns.h"
 #include "injectors/sys/process.h"
 #include "lab/ecn_model.h"
@@ -207,19 +206,9 @@ core::Result<scenarios::Fabric> NetnsLab::up(const Progress& progress) {
 
 Status NetnsLab::applyEgress(const scenarios::Fabric& fabric, const Progress& progress) {
   if (!options_.egress) return Status::ok();
-  int ports = 0;
-  for (const auto& sw : fabric.switches) {
-    for (const auto& port : sw.ports) {
-      for (const auto& command : egressCommands(sw.netns, port, *options_.egress)) {
-        FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
-      }
-      if (options_.egress->ecn) {
-        FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw.netns, port, ecnMarkerConfig(*options_.egress)));
-      }
-      ++ports;
-    }
-  }
-  progress("modelled egress on all " + std::to_string(ports) +
+  auto ports = modelEverySwitchPort(runner_, fabric, *options_.egress, kIpErrors);
+  if (!ports.isOk()) return ports.status();
+  progress("modelled egress on all " + std::to_string(*ports) +
            " switch ports: " + describeEgress(*options_.egress));
   FC_RETURN_IF_ERROR(ensurePfcAgents(fabric, progress));
   if (options_.egress->ecn) {

@@ -20,7 +20,6 @@
 #include <sstream>
 #include <thread>
 
-#include "injectors/sys/ecn_marker.h"
 #include "injectors/sys/netns.h"
 #include "lab/ecn_model.h"
 #include "lab/lab_common.h"
@@ -519,21 +518,11 @@ Status VmLab::buildSwitches(const Progress& progress) {
 
 Status VmLab::applyEgress(const scenarios::Fabric& fabric, const Progress& progress) {
   if (!options_.egress) return Status::ok();
-  int ports = 0;
-  for (const auto& sw : fabric.switches) {
-    for (const auto& port : sw.ports) {
-      for (const auto& command : egressCommands(sw.netns, port, *options_.egress)) {
-        FC_RETURN_IF_ERROR(runTc(runner_, command, kIpErrors));
-      }
-      // The taps and uplinks are host-kernel ports too: the same BPF marker as the namespace
-      // lab's.
-      if (options_.egress->ecn) {
-        FC_RETURN_IF_ERROR(sys::attachEcnMarker(sw.netns, port, ecnMarkerConfig(*options_.egress)));
-      }
-      ++ports;
-    }
-  }
-  progress("modelled egress on all " + std::to_string(ports) +
+  // The taps and uplinks are host-kernel ports too: the same model and marker as the namespace
+  // lab's.
+  auto ports = modelEverySwitchPort(runner_, fabric, *options_.egress, kIpErrors);
+  if (!ports.isOk()) return ports.status();
+  progress("modelled egress on all " + std::to_string(*ports) +
            " switch ports: " + describeEgress(*options_.egress));
   if (options_.egress->ecn)
     progress("ECN marking on every port: " + describeEcn(*options_.egress->ecn));
