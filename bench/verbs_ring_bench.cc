@@ -8,6 +8,12 @@
 // Compared with one-way ib_write_bw the ring looks twice as slow as it is; the like-for-like
 // figure is 2 x busbw over bidirectional ib_write_bw.
 //
+// Soft-RoCE is software: every byte costs the vCPU a copy and a CRC at each end, and the vCPU is
+// busy throughout every one of the three runs. So the bench also reads the guest's CPU time
+// (/proc/stat) in the steady part of each run and prints bytes moved per busy CPU-second: that
+// ratio, ring against one-way ib_write_bw, is what the probe itself costs beyond the transport,
+// whatever the direction of the traffic.
+//
 // Where: one throw-away VM of the VM lab's kernel (deploy/vm/run-in-vm.sh; qemu TCG, one vCPU,
 // rxe0 on eth0), both ends on its own address, so one vCPU does both ends' work for perftest and
 // the ring alike. The host side starts the VM with this same program, which runs the guest side
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench_shell.h"
@@ -38,6 +46,65 @@ constexpr int kRingBytes = 256 * 1024;
 constexpr int kMessageBytes = kRingBytes / 2;
 
 using fabric_chaos::bench::shell;
+
+// The guest's CPU time so far, in USER_HZ ticks: busy (everything but idle and iowait) and total.
+struct CpuTicks {
+  double busy = 0;
+  double total = 0;
+};
+
+CpuTicks cpuTicks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;  // "cpu": the sum over every CPU
+  CpuTicks ticks;
+  double field = 0;
+  for (int i = 0; i < 8 && in >> field; ++i) {
+    ticks.total += field;
+    if (i != 3 && i != 4) ticks.busy += field;  // 3 idle, 4 iowait
+  }
+  return ticks;
+}
+
+// One measured run: its figure in MB/s (0 when it failed, having said why on stderr) and the
+// fraction of the guest's CPU that was busy while data moved.
+struct Measured {
+  double mb_per_s = 0;
+  double busy_fraction = 0;
+};
+
+// The CPU is read in the steady part of the run only, from 2 s to 6 s after it starts: before
+// that perftest's server waits a second for its client and both connect, and the ring's ranks
+// form their ring; every run lasts at least 7 s.
+template <typename Run>
+Measured measured(Run run) {
+  Measured out;
+  std::thread sampler([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const CpuTicks from = cpuTicks();
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    const CpuTicks to = cpuTicks();
+    const double total = to.total - from.total;
+    out.busy_fraction = total > 0 ? (to.busy - from.busy) / total : 0;
+  });
+  const double mb_per_s = run();
+  sampler.join();
+  out.mb_per_s = mb_per_s;
+  return out;
+}
+
+// MB moved per busy CPU-second.
+double perCpuSecond(double mb_per_s, const Measured& run) {
+  return run.busy_fraction > 0 ? mb_per_s / run.busy_fraction : 0;
+}
+
+// a / b, or "n/a" when either side failed (its reason is printed above).
+std::string ratio(double a, double b) {
+  if (!(a > 0) || !(b > 0)) return "n/a (a run failed; see above)";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", a / b);
+  return text;
+}
 
 // The client's "BW average[Gb/sec]" in MB/s (0 when it did not run).
 double ibWriteBw(const std::string& address, bool bidirectional, const std::string& dir) {
@@ -97,25 +164,34 @@ int guestSide(const std::string& binary) {
       shell("ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1 | tr -d '\\n'");
   char dir_template[] = "/tmp/fc-verbs-bench-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
-  const double one_way = ibWriteBw(address, false, dir);
-  const double both_ways = ibWriteBw(address, true, dir);
-  const double ring = ringBusbw(binary, address, dir);
+  const Measured one_way = measured([&] { return ibWriteBw(address, false, dir); });
+  const Measured both_ways = measured([&] { return ibWriteBw(address, true, dir); });
+  const Measured ring = measured([&] { return ringBusbw(binary, address, dir); });
+  // What each run moved over the link, in MB/s: the ring both ways.
+  const double ring_traffic = 2 * ring.mb_per_s;
   std::printf("verbs_ring_bench: one VM (%s vCPU), rxe0 on eth0 %s, %d s each\n",
               shell("nproc | tr -d '\\n'").c_str(), address.c_str(), kSeconds);
-  std::printf("  ib_write_bw, %d KiB, one way          %8.1f MB/s\n", kMessageBytes / 1024,
-              one_way);
-  std::printf("  ib_write_bw, %d KiB, both ways (-b)   %8.1f MB/s (sum of both)\n",
-              kMessageBytes / 1024, both_ways);
+  std::printf("  ib_write_bw, %d KiB, one way          %8.1f MB/s, CPU busy %.2f\n",
+              kMessageBytes / 1024, one_way.mb_per_s, one_way.busy_fraction);
+  std::printf("  ib_write_bw, %d KiB, both ways (-b)   %8.1f MB/s (sum of both), CPU busy %.2f\n",
+              kMessageBytes / 1024, both_ways.mb_per_s, both_ways.busy_fraction);
   std::printf(
       "  verbs ring, 2 ranks, %d KiB          %8.1f MB/s busbw (%.1f MB/s on the link, "
-      "both ways)\n",
-      kRingBytes / 1024, ring, 2 * ring);
-  std::printf("  ring busbw / one-way ib_write_bw               %.3f (the pattern differs)\n",
-              one_way > 0 ? ring / one_way : 0.0);
-  std::printf("  ring traffic / bidirectional ib_write_bw       %.3f (target >= 0.8)\n",
-              both_ways > 0 ? 2 * ring / both_ways : 0.0);
+      "both ways), CPU busy %.2f\n",
+      kRingBytes / 1024, ring.mb_per_s, ring_traffic, ring.busy_fraction);
+  std::printf("  MB moved per busy CPU-second: one-way %.1f, both ways %.1f, ring %.1f\n",
+              perCpuSecond(one_way.mb_per_s, one_way), perCpuSecond(both_ways.mb_per_s, both_ways),
+              perCpuSecond(ring_traffic, ring));
+  std::printf("  ring busbw / one-way ib_write_bw               %s (the pattern differs)\n",
+              ratio(ring.mb_per_s, one_way.mb_per_s).c_str());
+  std::printf("  ring traffic / bidirectional ib_write_bw       %s (target >= 0.8)\n",
+              ratio(ring_traffic, both_ways.mb_per_s).c_str());
+  std::printf(
+      "  ring / one-way ib_write_bw, per CPU-second     %s (target >= 0.8: the probe's "
+      "own cost)\n",
+      ratio(perCpuSecond(ring_traffic, ring), perCpuSecond(one_way.mb_per_s, one_way)).c_str());
   std::filesystem::remove_all(dir);
-  return one_way > 0 && both_ways > 0 && ring > 0 ? 0 : 1;
+  return one_way.mb_per_s > 0 && both_ways.mb_per_s > 0 && ring.mb_per_s > 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -127,10 +203,12 @@ int main(int argc, char** argv) {
           ? std::getenv("FC_BINARY")
           : (self.parent_path().parent_path() / "app" / "fabric-chaos").string();
   if (std::getenv("FC_GUEST") != nullptr) {
-    // Inside the VM: the host asked for the report in its shared directory.
-    if (argc == 3 && std::string(argv[1]) == "--report" &&
-        std::freopen(argv[2], "w", stdout) == nullptr) {
-      return 2;
+    // Inside the VM: the host asked for the report in its shared directory. The console is
+    // quiet, so what went wrong (stderr) goes into the report too.
+    if (argc == 3 && std::string(argv[1]) == "--report") {
+      if (std::freopen(argv[2], "w", stdout) == nullptr) return 2;
+      std::setvbuf(stdout, nullptr, _IOLBF, 0);
+      if (::dup2(::fileno(stdout), STDERR_FILENO) < 0) return 2;
     }
     return guestSide(binary);
   }
