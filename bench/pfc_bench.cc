@@ -83,9 +83,17 @@ std::vector<std::pair<double, std::string>> timesById(const std::string& text) {
   return out;
 }
 
+// Stops every capture and waits until each tshark has exited. One still writing after a case
+// (tshark drains its backlog after SIGINT, seconds of it after a storm) would write that case's
+// lines into the next case's file at its old offset: matched by IP id, they read as delays of a
+// whole case (2.7 s in one run) or disturb the next measurement.
 void stopCaptures() {
   ::usleep(300 * 1000);
-  shell("pkill -INT -f 'tshark -l -n -i'; sleep 0.5");
+  shell("pkill -INT -f 'tshark -l -n -i'");
+  for (int i = 0; i < 100 && !shell("pgrep -f 'tshark -l -n -i'").empty(); ++i) {
+    ::usleep(100 * 1000);
+  }
+  shell("pkill -KILL -f 'tshark -l -n -i'; sleep 0.2");
 }
 
 }  // namespace
@@ -167,8 +175,11 @@ int main(int, char** argv) {
   ::usleep(300 * 1000);
   for (const int quanta : {65535, 16384, 4096, 1024, 256}) {
     const double pause = quanta * 512.0 / kRateBps;
-    startCapture("fcpb-h0", "eth0", "udp port 5701", dir + "/sent", true);
-    startCapture("fcpb-h1", "eth0", "udp port 5701", dir + "/received", true);
+    // A file per case: nothing from an earlier case can be matched.
+    const std::string sent_file = dir + "/sent-" + std::to_string(quanta);
+    const std::string received_file = dir + "/received-" + std::to_string(quanta);
+    startCapture("fcpb-h0", "eth0", "udp port 5701", sent_file, true);
+    startCapture("fcpb-h1", "eth0", "udp port 5701", received_file, true);
     shell(
         "ip netns exec fcpb-h0 iperf3 -c 10.200.0.2 -p 5701 -u -b 40M -l 1000 -S 104 -t 2 "
         "> /dev/null 2>&1 & sleep 0.8; timeout -s KILL 0.2 " +
@@ -176,9 +187,9 @@ int main(int, char** argv) {
         " --interval-us 10000000 > /dev/null 2>&1; wait");
     stopCaptures();
     std::map<std::string, double> sent;
-    for (const auto& [time, id] : timesById(shell("cat " + dir + "/sent"))) sent[id] = time;
+    for (const auto& [time, id] : timesById(shell("cat " + sent_file))) sent.emplace(id, time);
     std::vector<double> delays;
-    for (const auto& [time, id] : timesById(shell("cat " + dir + "/received"))) {
+    for (const auto& [time, id] : timesById(shell("cat " + received_file))) {
       if (auto it = sent.find(id); it != sent.end()) delays.push_back(time - it->second);
     }
     const double longest = delays.empty() ? 0 : *std::max_element(delays.begin(), delays.end());
