@@ -298,8 +298,13 @@ TEST_F(RoceIncastEndToEnd, TheVerbsRingAndPerftestCollapseTogetherAndComeBackAft
             << " (" << after.size() << " runs)\n";
   ASSERT_GE(before.size(), 1u) << "no ib_send_bw run ended before the incast";
   ASSERT_GE(after.size(), 5u) << "ib_send_bw printed too little after the revert";
-  EXPECT_LT(during_worst, 0.5 * median(before)) << "perftest did not see the collapse";
-  EXPECT_GT(after_best, 0.5 * median(before)) << "perftest did not come back after the revert";
+  // The baseline is at most what vm1's port sends: the lab models it at 40 Mbit/s (5 MB/s), yet
+  // runs before the incast read up to 9.6 MB/s (a short run can beat the modelled rate), while
+  // every run after it read 4.45-4.5 MB/s, the line.
+  constexpr double kPortMBps = 40e6 / 8 / 1e6;
+  const double baseline = std::min(median(before), kPortMBps);
+  EXPECT_LT(during_worst, 0.5 * baseline) << "perftest did not see the collapse";
+  EXPECT_GT(after_best, 0.5 * baseline) << "perftest did not come back after the revert";
   EXPECT_TRUE(httpRequest(port_, "GET", "/v1/faults").json()["faults"].empty());
 
   // The run's RDMA telemetry (vm1's agent reading rxe0's hw_counters every 500 ms), against the
