@@ -167,10 +167,14 @@ class VmLabCommand : public ::testing::Test {
   // Each guest pings its peer until it answers, then vm1 serves and vm0 runs an RDMA RC
   // ping-pong over rxe0; meanwhile the real agent (or, without one, a stand-in HTTP server)
   // answers on the forwarded port.
+  // What answers on each guest's agent port: the real agent, or a stand-in HTTP server.
+  std::string agentCommand() const {
+    return has_agent_ ? binary_ + " agent --listen 0.0.0.0:7070 --token-file " + dir_ +
+                            "/vm/agent.token --allow eth0 --mgmt-if eth1"
+                      : "busybox httpd -f -p 7070 -h /tmp";
+  }
   std::string selfTestAgentCommand() const {
-    const std::string agent = has_agent_ ? binary_ + " agent --listen 0.0.0.0:7070 --token-file " +
-                                               dir_ + "/vm/agent.token --allow eth0 --mgmt-if eth1"
-                                         : "busybox httpd -f -p 7070 -h /tmp";
+    const std::string agent = agentCommand();
     return "case $(hostname) in vm0) peer=10.201.0.2;; *) peer=10.201.0.1;; esac; "
            "(ok=0; for i in $(seq 1 120); do ping -c 1 -W 1 $peer >/dev/null 2>&1 && "
            "{ ok=1; break; }; sleep 1; done; "
@@ -296,9 +300,7 @@ bool waitForPaths(size_t paths, int timeout_s) {
 // l0's uplink to s0 down, every flow takes s1. Then a lab with a VM killed is partial, and is
 // rebuilt.
 TEST_F(VmLabCommand, LeafSpineRoutesGuestsOverBothSpinesAndAPartialLabIsRebuilt) {
-  const std::string agent = has_agent_ ? binary_ + " agent --listen 0.0.0.0:7070 --token-file " +
-                                             dir_ + "/vm/agent.token --allow eth0 --mgmt-if eth1"
-                                       : "busybox httpd -f -p 7070 -h /tmp";
+  const std::string agent = agentCommand();
   // vm1 serves iperf3 and the ping-pong; vm0 runs the ping-pong, then 16 flows twice, 25 s apart
   // (the test takes an uplink down in between).
   const std::string self_test =
