@@ -107,6 +107,13 @@ core::Result<std::string> RdmaDeviceFault::netdevOf(const RdmaPortTarget& port) 
                                                instead);
 }
 
+std::optional<sys::IpAddress> RdmaDeviceFault::capturedGidAddress(const Fault& fault) {
+  const std::lock_guard<std::mutex> lock(captured_mutex_);
+  auto found = captured_gid_addresses_.find(faultKey(fault));
+  if (found == captured_gid_addresses_.end()) return std::nullopt;
+  return found->second;
+}
+
 core::Result<sys::IpAddress> RdmaDeviceFault::addressBehindGid(const RdmaPortTarget& port,
                                                                const std::string& netdev,
                                                                const json& params) {
@@ -218,6 +225,12 @@ core::Result<json> RdmaDeviceFault::capture(const Fault& fault) {
       break;
     case RdmaDeviceFaultKind::kGidChange:
       prior = captureGidChange(*port, fault.params);
+      if (prior) {
+        auto address = ipAddressFromJson((*prior)["address"], "address");
+        if (!address) return address.status();
+        const std::lock_guard<std::mutex> lock(captured_mutex_);
+        captured_gid_addresses_[faultKey(fault)] = *address;
+      }
       break;
     case RdmaDeviceFaultKind::kDeviceRemove:
       prior = captureDeviceRemove(*port);
@@ -243,7 +256,13 @@ Status RdmaDeviceFault::apply(const Fault& fault) {
     case RdmaDeviceFaultKind::kGidChange: {
       auto netdev = netdevOf(*port);
       if (!netdev) return netdev.status().withContext(what);
-      auto address = addressBehindGid(*port, *netdev, fault.params);
+      // Without a capture in this process (an agent restarted since): what is there now.
+      core::Result<sys::IpAddress> address = Status(StatusCode::kNotFound, "not captured");
+      if (auto captured = capturedGidAddress(fault)) {
+        address = *captured;
+      } else {
+        address = addressBehindGid(*port, *netdev, fault.params);
+      }
       // An empty entry: the address is already gone (applied twice).
       if (gone(address.status())) return Status::ok();
       if (!address) return address.status().withContext(what);
@@ -333,9 +352,14 @@ Status RdmaDeviceFault::revert(const Fault& fault, const json& prior) {
     case RdmaDeviceFaultKind::kPortDown:
       status = revertPortDown(prior);
       break;
-    case RdmaDeviceFaultKind::kGidChange:
+    case RdmaDeviceFaultKind::kGidChange: {
       status = revertGidChange(prior);
+      if (status.isOk()) {
+        const std::lock_guard<std::mutex> lock(captured_mutex_);
+        captured_gid_addresses_.erase(faultKey(fault));
+      }
       break;
+    }
     case RdmaDeviceFaultKind::kDeviceRemove:
       status = revertDeviceRemove(prior);
       break;

@@ -11,7 +11,14 @@
 // - mtu_change sets the netdev's MTU.
 // capture() records exactly what revert() needs, including the addresses and routes the kernel
 // drops along with an address or a link (injectors/rdma/ip_snapshot.h). Called from the engine's
-// run thread; no state between calls.
+// run thread. The one state between calls: the address gid_change's capture() found behind the
+// GID, so that apply() removes that address even when the kernel has since put another one
+// (an IPv6 SLAAC address, say) into the emptied GID entry.
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "injectors/injector.h"
 #include "injectors/model/rdma_device_specs.h"
@@ -55,6 +62,8 @@ class RdmaDeviceFault : public Injector {
   // them), or with "gid": "ipv4" the netdev's primary IPv4 address (kNotFound without one).
   core::Result<sys::IpAddress> addressBehindGid(const RdmaPortTarget& port,
                                                 const std::string& netdev, const json& params);
+  // What gid_change's capture() recorded for this fault in this process, if anything.
+  std::optional<sys::IpAddress> capturedGidAddress(const Fault& fault);
   // Why the device cannot be removed and re-created now, or its link type.
   core::Result<std::string> removableLinkType(const RdmaPortTarget& port);
 
@@ -71,6 +80,9 @@ class RdmaDeviceFault : public Injector {
   sys::RdmaDeviceControl* devices_;
   sys::LinkControl* links_;
   sys::IpConfig* ip_;
+  std::mutex captured_mutex_;
+  // faultKey() -> the address gid_change's capture() found behind the GID; gone at revert().
+  std::map<std::string, sys::IpAddress> captured_gid_addresses_;
 };
 
 }  // namespace fabric_chaos::injectors
