@@ -297,8 +297,8 @@ bool waitForPaths(size_t paths, int timeout_s) {
 // the port model on every switch port. Observed from outside the product: tc on the ports, BGP's
 // routes in the leaves' tables, the spines' port counters, and the guests' own ping, RDMA
 // ping-pong and iperf3 (16 flows, whose five-tuples the leaves hash over both spines). With leaf
-// l0's uplink to s0 down, every flow takes s1. Then a lab with a VM killed is partial, and is
-// rebuilt.
+// l0's uplink to s0 down, every flow takes s1. Then the same uplink cut by link_flap through
+// serve under the product's ring. Then a lab with a VM killed is partial, and is rebuilt.
 TEST_F(VmLabCommand, LeafSpineRoutesGuestsOverBothSpinesAndAPartialLabIsRebuilt) {
   const std::string agent = agentCommand();
   // vm1 serves iperf3 and the ping-pong; vm0 runs the ping-pong, then 16 flows twice, 25 s apart
@@ -379,6 +379,57 @@ TEST_F(VmLabCommand, LeafSpineRoutesGuestsOverBothSpinesAndAPartialLabIsRebuilt)
   EXPECT_GT(s1_one, 10e6) << "the flows moved to s1";
   ASSERT_EQ(runShell("ip -n fcv-l0 link set up0 up").exit_code, 0);
   EXPECT_TRUE(waitForPaths(2, 20)) << "BGP puts the path back with the link";
+
+  // The same cut through the product: serve runs its ring between the guests (their agents answer
+  // on the forwarded ports) and link_flap takes l0's uplink to s0 down for 3 s. Seen from outside:
+  // the port's admin state, BGP's paths in l0's table, and spine s1's port counters while s0 is
+  // cut off: the ring's traffic crosses s1.
+  {
+    const std::string serve_dir = makeTempDir();
+    std::filesystem::create_directory_symlink(dir_, serve_dir + "/state");
+    ServeProcess serve({}, serve_dir);
+    const int port = serve.waitForPort(30000);
+    ASSERT_GT(port, 0) << serve.output();
+    const nlohmann::json scenario = {
+        {"version", 1},
+        {"name", "vm-uplink-l0-s0-cut"},
+        {"fabric", "vm-lab"},
+        {"workload", {{"message_bytes", 65536}, {"compute_ms", 5}, {"peer_timeout_ms", 20000}}},
+        {"baseline_ms", 3000},
+        {"steps",
+         {{{"kind", "link_flap"},
+           {"target", {{"labels", {{"tier", "uplink"}, {"leaf", "l0"}, {"spine", "s0"}}}}},
+           {"at_ms", 0},
+           {"params", {{"down_ms", 3000}, {"up_ms", 500}, {"count", 1}}}}}},
+        {"recovery_ms", 5000},
+        {"gates", {{"require_survival", true}}}};
+    LinkObserver up0("fcv-l0", "up0");
+    const int64_t id = startRun(port, scenario);
+    ASSERT_GT(id, 0) << serve.output();
+    EXPECT_TRUE(waitForPaths(1, 120)) << "the fault never took l0's uplink to s0 out";
+    const auto crossingS1 = [] { return rxBytes("fcv-s1", "dn0") + rxBytes("fcv-s1", "dn1"); };
+    const uint64_t s1_cut = crossingS1();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const double s1_during = static_cast<double>(crossingS1() - s1_cut);
+    const nlohmann::json run = waitForFinalRun(port, id, 240);
+    std::vector<bool> states;
+    for (const auto& change : up0.stop()) {
+      if (states.empty() || states.back() != change.admin_up) states.push_back(change.admin_up);
+    }
+    EXPECT_EQ(states, (std::vector<bool>{true, false, true})) << "up, down, up again";
+    ASSERT_EQ(run.value("state", ""), "passed") << run.dump(2) << "\n" << serve.output();
+    const nlohmann::json& step = run["result"]["analysis"]["steps"][0];
+    std::cout << "[ serve ] link_flap l0-s0 for 3 s: s1 carried " << s1_during / 1e6
+              << " MB in 1.5 s of it; step " << step.dump() << "\n";
+    EXPECT_GT(s1_during, 200e3) << "the ring's traffic did not cross s1 while s0 was cut";
+    EXPECT_TRUE(step["recovered"].get<bool>()) << step.dump(2);
+    EXPECT_TRUE(adminUp("fcv-l0", "up0"));
+    EXPECT_TRUE(waitForPaths(2, 20)) << "BGP puts the path back after the revert";
+    const nlohmann::json faults = httpRequest(port, "GET", "/v1/faults").json();
+    EXPECT_TRUE(faults.value("faults", nlohmann::json::array()).empty()) << faults.dump(2);
+    EXPECT_EQ(serve.stop(20000), 0);
+    std::filesystem::remove_all(serve_dir);  // the link, not the lab's directory behind it
+  }
 
   // A VM gone makes the lab partial; up rebuilds it whole.
   runShell("kill -9 $(cat " + dir_ + "/vm/vm1.pid)");
