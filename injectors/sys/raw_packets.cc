@@ -9,6 +9,7 @@
 #include <net/if_arp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,6 +63,19 @@ class PacketSocket : public RawPacketSocket {
   std::array<uint8_t, 6> mac_;
 };
 
+// A CLOCK_REALTIME time of the recent past on CLOCK_MONOTONIC, by the two clocks' offset now;
+// 0 for one in the future or more than a second old (the realtime clock was stepped).
+int64_t monotonicFromRealtime(const timespec& stamp) {
+  timespec realtime_now;
+  timespec monotonic_now;
+  ::clock_gettime(CLOCK_REALTIME, &realtime_now);
+  ::clock_gettime(CLOCK_MONOTONIC, &monotonic_now);
+  const auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+  const int64_t age = ns(realtime_now) - ns(stamp);
+  if (age < 0 || age > 1'000'000'000) return 0;
+  return ns(monotonic_now) - age;
+}
+
 class PacketReceiver : public RawPacketReceiver {
  public:
   PacketReceiver(int fd, std::string ifname, int ifindex)
@@ -74,12 +88,19 @@ class PacketReceiver : public RawPacketReceiver {
   int ifindex() const override { return ifindex_; }
 
   core::Result<std::optional<ReceivedFrame>> receive(uint8_t* buffer, size_t size) override {
-    sockaddr_ll from;
-    socklen_t from_length = sizeof(from);
+    sockaddr_ll from{};
+    iovec data{buffer, size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr message{};
+    message.msg_name = &from;
+    message.msg_namelen = sizeof(from);
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
     ssize_t got;
     do {
-      got = ::recvfrom(fd_, buffer, size, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from),
-                       &from_length);
+      got = ::recvmsg(fd_, &message, MSG_DONTWAIT);
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
       const int err = errno;
@@ -90,6 +111,13 @@ class PacketReceiver : public RawPacketReceiver {
     ReceivedFrame frame;
     frame.length = static_cast<size_t>(got);
     frame.outgoing = from.sll_pkttype == PACKET_OUTGOING;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec stamp;
+        std::memcpy(&stamp, CMSG_DATA(c), sizeof(stamp));
+        frame.arrival_ns = monotonicFromRealtime(stamp);
+      }
+    }
     return std::optional<ReceivedFrame>(frame);
   }
 
@@ -153,6 +181,11 @@ core::Result<std::unique_ptr<RawPacketReceiver>> openRawPacketReceiver(const std
   if (::setsockopt(bound->first.get(), SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) !=
       0) {
     return core::errnoStatus(errno, "cannot filter the packet socket for " + ifname);
+  }
+  // The kernel's receive time on every frame (SCM_TIMESTAMPNS, CLOCK_REALTIME).
+  const int on = 1;
+  if (::setsockopt(bound->first.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) != 0) {
+    return core::errnoStatus(errno, "cannot timestamp the packet socket for " + ifname);
   }
   // Frames queued between socket() and the filter may be of any type: drop them.
   uint8_t discard[64];

@@ -45,6 +45,10 @@ core::Result<std::unique_ptr<RawPacketSocket>> openRawPacketSocket(const std::st
 struct ReceivedFrame {
   size_t length = 0;      // bytes copied into the caller's buffer (the frame may have been longer)
   bool outgoing = false;  // sent by this machine out of the interface, not received on it
+  // CLOCK_MONOTONIC nanoseconds at which the kernel took the frame in (its receive timestamp),
+  // for a reader that must act as of the frame's arrival rather than of its own wake-up; 0 when
+  // the kernel gave none.
+  int64_t arrival_ns = 0;
 };
 
 // Receive-only: the frames of one ethertype on one interface, as they arrive (before any bridge

@@ -276,6 +276,47 @@ TEST_F(RawPacketsTest, TwoHundredPfcFramesArriveAtThePeerByteForByte) {
               ns_b_.c_str(), seen.size(), kFrames);
 }
 
+// The receiver in ns b gets the frame with the kernel's time of arrival, not the time it was
+// read: the PFC agent counts a pause from it. Read 100 ms after the send, the frame still says
+// when it came (veth delivers in the sender's call; the margin is for a loaded machine).
+TEST_F(RawPacketsTest, AReceivedFrameCarriesItsArrivalTimeOnTheMonotonicClock) {
+  auto socket = openInA("va");
+  ASSERT_TRUE(socket.isOk()) << socket.status().toString();
+  core::Result<std::unique_ptr<sys::RawPacketReceiver>> receiver =
+      core::Status(core::StatusCode::kInternal, "not run");
+  ASSERT_TRUE(sys::runInNetns(ns_b_, [&] {
+                receiver = sys::openRawPacketReceiver("vb", injectors::kMacControlEthertype);
+                return core::Status::ok();
+              }).isOk());
+  ASSERT_TRUE(receiver.isOk()) << receiver.status().toString();
+
+  const auto frame = injectors::buildPfcFrame((*socket)->mac(), injectors::pfcPause(0b1000, 7));
+  const int64_t before_send = testing::steadyNowNs();
+  ASSERT_TRUE((*socket)->send(frame.data(), frame.size()).isOk());
+  const int64_t after_send = testing::steadyNowNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  uint8_t buffer[2048];
+  std::optional<sys::ReceivedFrame> got;
+  ASSERT_TRUE(testing::waitFor(
+      [&] {
+        auto next = (*receiver)->receive(buffer, sizeof(buffer));
+        EXPECT_TRUE(next.isOk()) << next.status().toString();
+        if (next.isOk() && next->has_value()) got = **next;
+        return got.has_value() || !next.isOk();
+      },
+      scaledMs(5000)));
+  ASSERT_TRUE(got.has_value());
+  const int64_t read_at = testing::steadyNowNs();
+  EXPECT_EQ(got->length, frame.size());
+  EXPECT_FALSE(got->outgoing);
+  EXPECT_GE(got->arrival_ns, before_send);
+  EXPECT_LE(got->arrival_ns, after_send + 50'000'000)
+      << "read " << (read_at - got->arrival_ns) << " ns after its stamp";
+  auto pause = injectors::parsePfcFrame(buffer, got->length);
+  ASSERT_TRUE(pause.has_value());
+  EXPECT_EQ(pause->quanta[3], 7);
+}
+
 // `tc -s qdisc show dev va` in ns a: the root qdisc's "Sent N bytes M pkt".
 int64_t rootQdiscPackets(const std::string& ns) {
   const std::string out = runShell("tc -s -n " + ns + " qdisc show dev va").out;
