@@ -157,6 +157,13 @@ CREATE TABLE telemetry (
 );
 CREATE INDEX telemetry_by_run ON telemetry(run_id, source, metric, t_ms);
 )sql",
+      // 4: cursors (issue 15): a run's samples and events in the order they were stored, from
+      // any point. An index on run_id alone ends in the rowid, so "run_id = ? AND rowid > ?
+      // ORDER BY rowid" is one seek and a range scan, whatever the run's size.
+      R"sql(
+CREATE INDEX samples_by_run_seq ON samples(run_id);
+CREATE INDEX events_by_run_seq ON events(run_id);
+)sql",
   };
   return migrations;
 }

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -280,6 +282,7 @@ struct Statements {
   Statement count_runs_by_state, last_scores;
 
   Statement insert_sample, list_samples, insert_event, list_events;
+  Statement sample_rows, sample_envelope, sample_rank_count, event_rows;
   Statement insert_telemetry, list_telemetry;
 
   Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
@@ -364,6 +367,30 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.list_samples,
        "SELECT rank, iteration, start_ms, duration_ms, bytes FROM samples WHERE run_id = ?1 "
        "ORDER BY rank, iteration, rowid"},
+      // The cursor reads (issue 15). Unbound optional filters are NULL. LIMIT -1 is no limit.
+      {&s.sample_rows,
+       "SELECT rowid, rank, iteration, start_ms, duration_ms, bytes FROM samples "
+       "WHERE run_id = ?1 AND rowid > ?2 AND (?3 IS NULL OR rank = ?3) "
+       "AND (?4 IS NULL OR start_ms > ?4) ORDER BY rowid LIMIT ?5"},
+      // Per rank and bucket, the rows with the smallest and with the largest duration (SQLite's
+      // bare-column rule: with MIN() or MAX() the other columns come from that row).
+      {&s.sample_envelope,
+       "WITH chosen AS (SELECT rowid AS seq, rank, iteration, start_ms, duration_ms, bytes "
+       "FROM samples WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) "
+       "AND (?3 IS NULL OR start_ms > ?3)), "
+       "span AS (SELECT MIN(start_ms) AS lo, MAX(start_ms) - MIN(start_ms) AS width FROM chosen), "
+       "bucketed AS (SELECT chosen.*, CASE WHEN span.width > 0 THEN "
+       "MIN(?4 - 1, CAST((start_ms - span.lo) * ?4 / span.width AS INTEGER)) ELSE 0 END AS bucket "
+       "FROM chosen, span) "
+       "SELECT seq, rank, iteration, start_ms, MIN(duration_ms), bytes FROM bucketed "
+       "GROUP BY rank, bucket "
+       "UNION ALL "
+       "SELECT seq, rank, iteration, start_ms, MAX(duration_ms), bytes FROM bucketed "
+       "GROUP BY rank, bucket"},
+      {&s.sample_rank_count, "SELECT MAX(rank) FROM samples WHERE run_id = ?1"},
+      {&s.event_rows,
+       "SELECT rowid, run_id, t_ms, wall_ms, kind, detail FROM events "
+       "WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"},
       {&s.insert_telemetry,
        "INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&s.list_telemetry,
@@ -576,6 +603,18 @@ Result<Record> readOne(Statement& stmt, const Key& key, Result<Record> (*read)(c
     return not_found;
   }
   return read(q);
+}
+
+// seq, rank, iteration, start_ms, duration_ms, bytes: the columns of the cursor reads.
+SampleRow sampleRowFrom(const Query& q) {
+  SampleRow row;
+  row.seq = q.int64(0);
+  row.sample.rank = static_cast<int>(q.int64(1));
+  row.sample.iteration = q.int64(2);
+  row.sample.start_ms = q.real(3);
+  row.sample.duration_ms = q.real(4);
+  row.sample.bytes = q.int64(5);
+  return row;
 }
 
 class SqliteStore final : public Store {
@@ -825,6 +864,79 @@ class SqliteStore final : public Store {
       out.push_back(s);
     }
     FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
+    return out;
+  }
+
+  Result<std::vector<SampleRow>> sampleRows(int64_t run_id, const SampleQuery& query) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.sample_rows);
+    q.bind(1, run_id).bind(2, query.after_seq);
+    if (query.rank) q.bind(3, *query.rank);
+    if (query.after_ms) q.bind(4, *query.after_ms);
+    q.bind(5, query.limit > 0 ? int64_t{query.limit} : int64_t{-1});
+    std::vector<SampleRow> out;
+    while (q.next()) out.push_back(sampleRowFrom(q));
+    FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
+    return out;
+  }
+
+  Result<std::vector<SampleRow>> sampleEnvelope(int64_t run_id, const SampleQuery& query,
+                                                int buckets) override {
+    if (buckets < 1) {
+      return Status(StatusCode::kInvalidArgument, "sample envelope: buckets must be at least 1");
+    }
+    std::lock_guard lock(mu_);
+    Query q(st_.sample_envelope);
+    q.bind(1, run_id);
+    if (query.rank) q.bind(2, *query.rank);
+    if (query.after_ms) q.bind(3, *query.after_ms);
+    q.bind(4, int64_t{buckets});
+    std::map<int64_t, SampleRow> by_seq;  // a bucket's fastest and slowest may be one sample
+    while (q.next()) {
+      SampleRow row = sampleRowFrom(q);
+      by_seq.emplace(row.seq, row);
+    }
+    FC_RETURN_IF_ERROR(
+        q.status().withContext("read the sample envelope of run " + std::to_string(run_id)));
+    std::vector<SampleRow> out;
+    out.reserve(by_seq.size());
+    for (auto& [seq, row] : by_seq) out.push_back(row);
+    std::sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
+      if (a.sample.rank != b.sample.rank) return a.sample.rank < b.sample.rank;
+      if (a.sample.start_ms != b.sample.start_ms) return a.sample.start_ms < b.sample.start_ms;
+      return a.seq < b.seq;
+    });
+    return out;
+  }
+
+  Result<int> sampleRankCount(int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.sample_rank_count);
+    q.bind(1, run_id);
+    const bool row = q.next();
+    FC_RETURN_IF_ERROR(q.status().withContext("read the ranks of run " + std::to_string(run_id)));
+    if (!row || q.isNull(0)) return 0;
+    return static_cast<int>(q.int64(0)) + 1;
+  }
+
+  Result<std::vector<EventRow>> eventRows(int64_t run_id, int64_t after_seq, int limit) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.event_rows);
+    q.bind(1, run_id).bind(2, after_seq).bind(3, limit > 0 ? int64_t{limit} : int64_t{-1});
+    std::vector<EventRow> out;
+    while (q.next()) {
+      EventRow row;
+      row.seq = q.int64(0);
+      row.event.run_id = q.int64(1);
+      row.event.t_ms = q.real(2);
+      row.event.wall_ms = q.int64(3);
+      row.event.kind = q.text(4);
+      auto detail = parseJson(q.text(5), "event detail of run " + std::to_string(run_id));
+      if (!detail.isOk()) return detail.status();
+      row.event.detail = std::move(detail).value();
+      out.push_back(std::move(row));
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
     return out;
   }
 

@@ -124,6 +124,26 @@ struct AuditRecord {
   json detail = json::object();  // e.g. {"run_id": 7}, {"token_id": 3}
 };
 
+// A sample and its place in the run's insertion order: seq grows with every sample stored (it is
+// the row's SQLite rowid), so a reader that keeps the last seq it saw asks only for what came
+// after it.
+struct SampleRow {
+  int64_t seq = 0;
+  core::Sample sample;
+};
+
+struct SampleQuery {
+  int64_t after_seq = 0;           // only rows stored after this one (0: from the first)
+  std::optional<int> rank;         // only this rank's
+  std::optional<double> after_ms;  // only those with start_ms > after_ms
+  int limit = 0;                   // at most this many (0: all)
+};
+
+struct EventRow {
+  int64_t seq = 0;
+  EventRecord event;
+};
+
 // Told of every write the store makes: which one (a fixed name such as "append_samples") and
 // how long its caller waited, the store's lock and the commit included. Called on the writing
 // thread, after the lock is released; it must be cheap.
@@ -176,6 +196,20 @@ class Store {
   virtual core::Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) = 0;
   virtual core::Result<std::vector<core::Sample>> samples(
       int64_t run_id) = 0;  // by rank, iteration
+  // Incremental and bounded reads: each costs what it returns, not the run's size (an index
+  // serves the cursor). By seq.
+  virtual core::Result<std::vector<SampleRow>> sampleRows(int64_t run_id,
+                                                          const SampleQuery& query) = 0;
+  // The fastest and the slowest sample of each rank in each of `buckets` equal spans of start_ms
+  // over the samples `query` selects (its after_seq and limit are not used), by rank and
+  // start_ms: at most 2 x buckets per rank, and a stall keeps its slowest iteration.
+  virtual core::Result<std::vector<SampleRow>> sampleEnvelope(int64_t run_id,
+                                                              const SampleQuery& query,
+                                                              int buckets) = 0;
+  // The highest rank that reported, plus one; 0 without samples.
+  virtual core::Result<int> sampleRankCount(int64_t run_id) = 0;
+  virtual core::Result<std::vector<EventRow>> eventRows(int64_t run_id, int64_t after_seq,
+                                                        int limit) = 0;  // by seq
   // Telemetry: appended in batches (one transaction each); read back ordered by source, metric
   // and time.
   virtual core::Status appendTelemetry(int64_t run_id,

@@ -105,10 +105,10 @@ std::unique_ptr<core::EventStream> openRunStream(Context& ctx, const Call& call,
 // a run event, and one sample with its bus bandwidth for a ring of `world_size` ranks.
 nlohmann::json runSummary(const store::RunRecord& run);
 nlohmann::json eventJson(const store::EventRecord& event);
-nlohmann::json sampleJson(const core::Sample& sample, int world_size);
-// The ring size busbw is computed for: the ranks that reported, or the hosts the scenario names
-// when some rank never reported at all.
-int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& samples);
+nlohmann::json sampleJson(const store::SampleRow& sample, int world_size);
+// The ring size busbw is computed for: the ranks that reported (the highest rank plus one,
+// Store::sampleRankCount), or the hosts the scenario names when more.
+int runWorldSize(const store::RunRecord& run, int reported_ranks);
 // passed, failed, aborted, interrupted, error.
 
 // The kind catalog for `fabric` from its agents (ApiDeps::kinds), or an empty one when the server

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <set>
 
 #include "scenarios/analysis.h"
 #include "scenarios/validate.h"
@@ -72,10 +71,8 @@ json eventJson(const store::EventRecord& event) {
               {"detail", event.detail}};
 }
 
-int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& samples) {
-  std::set<int> ranks;
-  for (const core::Sample& s : samples) ranks.insert(s.rank);
-  size_t world = ranks.size();
+int runWorldSize(const store::RunRecord& run, int reported_ranks) {
+  size_t world = static_cast<size_t>(std::max(0, reported_ranks));
   if (const json& doc = run.scenario; doc.is_object()) {
     auto workload = doc.find("workload");
     if (workload != doc.end() && workload->is_object()) {
@@ -86,8 +83,10 @@ int runWorldSize(const store::RunRecord& run, const std::vector<core::Sample>& s
   return static_cast<int>(world);
 }
 
-json sampleJson(const core::Sample& s, int world_size) {
-  return json{{"rank", s.rank},
+json sampleJson(const store::SampleRow& row, int world_size) {
+  const core::Sample& s = row.sample;
+  return json{{"seq", row.seq},
+              {"rank", s.rank},
               {"iteration", s.iteration},
               {"start_ms", s.start_ms},
               {"duration_ms", s.duration_ms},
@@ -253,31 +252,6 @@ Response abortRun(Context& ctx, const Call& call) {
   }
   if (Status st = ctx.deps.runs->abort(id.value()); !st.isOk()) return errorResponse(st);
   return jsonResponse(202, json{{"id", id.value()}, {"state", "aborting"}});
-}
-
-Response getRunSamples(Context& ctx, const Call& call) {
-  auto run = runFrom(ctx, call);
-  if (!run) return errorResponse(run.status());
-  std::optional<int64_t> rank;
-  if (auto it = call.query.find("rank"); it != call.query.end()) {
-    auto parsed = parseInteger(it->second, "rank");
-    if (!parsed) return errorResponse(parsed.status());
-    rank = parsed.value();
-  }
-  auto after = runMsFrom(call, "after_ms");
-  if (!after) return errorResponse(after.status());
-  const std::optional<double> after_ms = after.value();
-  auto samples = ctx.deps.store->samples(run->id);
-  if (!samples) return errorResponse(samples.status());
-
-  const int world = runWorldSize(run.value(), samples.value());
-  json out = json::array();
-  for (const core::Sample& s : samples.value()) {
-    if (rank && s.rank != *rank) continue;
-    if (after_ms && s.start_ms <= *after_ms) continue;
-    out.push_back(sampleJson(s, world));
-  }
-  return jsonResponse(200, json{{"run_id", run->id}, {"samples", out}});
 }
 
 Response getRunEvents(Context& ctx, const Call& call) {

@@ -1,12 +1,11 @@
 // GET /v1/runs/{id}/stream: a run's Server-Sent Events (docs/api.md, "Runs"). The stream polls
-// the store (and the engine's live view) each time the transport calls next(); it remembers what
-// it has sent so that every message carries only what is new. Store failures end the stream with
-// an `error` event rather than leaving the client waiting on a stream that cannot progress.
+// the store (and the engine's live view) each time the transport calls next(). It keeps the store
+// cursor of the last sample and event it sent and asks only for what came after, a page at a
+// time, so a tick costs what is new, not the run's size. Store failures end the stream with an
+// `error` event rather than leaving the client waiting on a stream that cannot progress.
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -45,39 +44,37 @@ class RunStream : public core::EventStream {
       last_status_ = std::move(status);
     }
 
-    auto samples = store_->samples(run_id_);
+    // Only what was stored since the last tick, a page at most: the cursor is in the query.
+    store::SampleQuery query;
+    query.after_seq = sample_seq_;
+    query.limit = kSamplePage;
+    auto samples = store_->sampleRows(run_id_, query);
     if (!samples) return fail(samples.status());
-    const int world = runWorldSize(run.value(), samples.value());
+    auto ranks = store_->sampleRankCount(run_id_);
+    if (!ranks) return fail(ranks.status());
+    const int world = runWorldSize(run.value(), *ranks);
     json new_samples = json::array();
-    for (const core::Sample& s : samples.value()) {
-      auto sent = last_iteration_.find(s.rank);
-      if (sent != last_iteration_.end() && s.iteration <= sent->second) continue;
-      new_samples.push_back(sampleJson(s, world));
-    }
-    for (const core::Sample& s : samples.value()) {
-      auto [it, inserted] = last_iteration_.emplace(s.rank, s.iteration);
-      if (!inserted && s.iteration > it->second) it->second = s.iteration;
-    }
-
-    auto events = store_->events(run_id_);
+    for (const store::SampleRow& row : *samples) new_samples.push_back(sampleJson(row, world));
+    if (!samples->empty()) sample_seq_ = samples->back().seq;
+    auto events = store_->eventRows(run_id_, event_seq_, kEventPage);
     if (!events) return fail(events.status());
     json new_events = json::array();
-    // Events have no id; a late event may sort before ones already sent, so remember each one
-    // by its content instead of by position.
-    for (const store::EventRecord& event : events.value()) {
-      json e = eventJson(event);
-      if (sent_events_.insert(dumpJson(e)).second) new_events.push_back(std::move(e));
-    }
+    for (const store::EventRow& row : *events) new_events.push_back(eventJson(row.event));
+    if (!events->empty()) event_seq_ = events->back().seq;
+    // A full page may have more behind it: come back at once rather than after the poll
+    // interval, and do not end a finished run's stream before all of it went out.
+    catching_up_ = samples->size() >= static_cast<size_t>(kSamplePage) ||
+                   events->size() >= static_cast<size_t>(kEventPage);
 
-    // The final message pair always goes out, so that a client opening the stream of a finished
-    // run gets everything in one samples + timeline message before `end`.
-    if (!new_samples.empty() || final_state) {
+    // A finished run's last pair always goes out, possibly empty, before `end`.
+    const bool ending = final_state && !catching_up_;
+    if (!new_samples.empty() || ending) {
       chunk.text += sseMessage("samples", json{{"samples", std::move(new_samples)}});
     }
-    if (!new_events.empty() || final_state) {
+    if (!new_events.empty() || ending) {
       chunk.text += sseMessage("timeline", json{{"events", std::move(new_events)}});
     }
-    if (final_state) {
+    if (ending) {
       chunk.text += sseMessage("end", runSummary(run.value()));
       chunk.done = done_ = true;
       return chunk;
@@ -86,7 +83,14 @@ class RunStream : public core::EventStream {
     return chunk;
   }
 
+  int pollIntervalMs() const override { return catching_up_ ? 0 : kPollMs; }
+
  private:
+  // A page of samples per message: about 1.5 MB of JSON.
+  static constexpr int kSamplePage = 10000;
+  static constexpr int kEventPage = 1000;
+  static constexpr int kPollMs = 500;
+
   Chunk fail(const Status& status) {
     done_ = true;
     json body{
@@ -98,9 +102,10 @@ class RunStream : public core::EventStream {
   std::function<json(int64_t)> live_;
   const int64_t run_id_;
   bool done_ = false;
-  json last_status_;                       // null until the first status is sent
-  std::map<int, int64_t> last_iteration_;  // rank -> highest iteration sent
-  std::set<std::string> sent_events_;      // serialized events already sent
+  json last_status_;          // null until the first status is sent
+  int64_t sample_seq_ = 0;    // the last sample sent, by its store cursor
+  int64_t event_seq_ = 0;     // the last event sent
+  bool catching_up_ = false;  // the last tick read a full page
 };
 
 }  // namespace

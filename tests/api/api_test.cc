@@ -743,6 +743,68 @@ TEST_F(ApiTest, RunSamples) {
   expectError(call("GET", "/v1/runs/zz/samples"), 400, "INVALID_ARGUMENT", "run id");
 }
 
+// Pages by cursor: `limit` samples at most, `next_after` while a page is full, each sample once
+// in the order stored; `max_points` the envelope. Bad values: 400 when not an integer, 422 out of
+// range or combined with paging.
+TEST_F(ApiTest, RunSamplesPageByCursorOrGiveTheirEnvelope) {
+  const int64_t id = seedRun();
+  const std::string base = "/v1/runs/" + std::to_string(id) + "/samples";
+  json whole = parse(call("GET", base));
+  ASSERT_EQ(whole["samples"].size(), 6u);
+  EXPECT_EQ(whole["next_after"], nullptr);
+  std::vector<json> paged;
+  std::string after;
+  int pages = 0;
+  for (; pages < 10; ++pages) {
+    Response response = call("GET", base + "?limit=4" + after);
+    ASSERT_EQ(response.status, 200) << response.body;
+    json page = parse(response);
+    for (const json& sample : page["samples"]) paged.push_back(sample);
+    if (page["next_after"].is_null()) break;
+    EXPECT_EQ(page["next_after"], page["samples"].back()["seq"]);
+    after = "&after=" + std::to_string(page["next_after"].get<int64_t>());
+  }
+  EXPECT_EQ(pages, 1);  // 4, then the last 2 (a short page: the end)
+  ASSERT_EQ(paged.size(), 6u);
+  for (size_t i = 0; i < paged.size(); ++i) EXPECT_EQ(paged[i], whole["samples"][i]) << i;
+  // Past the end: an empty page. A rank and a time still filter a page.
+  const std::string last = std::to_string(paged.back()["seq"].get<int64_t>());
+  EXPECT_TRUE(parse(call("GET", base + "?after=" + last))["samples"].empty());
+  json late = parse(call("GET", base + "?rank=1&after_ms=5&limit=1"))["samples"];
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0]["rank"], 1);
+  EXPECT_EQ(late[0]["iteration"], 1);
+
+  // The envelope of a stall: rank 1's iteration 40 takes 900 ms among 8-9 ms ones.
+  std::vector<core::Sample> more;
+  for (int i = 3; i < 100; ++i) {
+    for (int rank = 0; rank < 2; ++rank) {
+      more.push_back({rank, i, 10.0 * i, rank == 1 && i == 40 ? 900.0 : 8.0 + rank, 1 << 20});
+    }
+  }
+  ASSERT_TRUE(store_->appendSamples(id, more).isOk());
+  json envelope = parse(call("GET", base + "?max_points=10"));
+  EXPECT_EQ(envelope["next_after"], nullptr);
+  int per_rank[2] = {0, 0};
+  bool stall = false;
+  for (const json& sample : envelope["samples"]) {
+    ++per_rank[sample["rank"].get<int>()];
+    stall |= sample["rank"] == 1 && sample["duration_ms"] == 900.0;
+  }
+  EXPECT_LE(per_rank[0], 10);
+  EXPECT_LE(per_rank[1], 10);
+  EXPECT_TRUE(stall) << envelope.dump();
+
+  expectError(call("GET", base + "?limit=0"), 422, "UNPROCESSABLE", "limit: must be from 1");
+  expectError(call("GET", base + "?limit=100001"), 422, "UNPROCESSABLE", "limit");
+  expectError(call("GET", base + "?limit=-3"), 400, "INVALID_ARGUMENT", "limit");
+  expectError(call("GET", base + "?after=x"), 400, "INVALID_ARGUMENT", "after");
+  expectError(call("GET", base + "?max_points=1"), 422, "UNPROCESSABLE", "max_points");
+  expectError(call("GET", base + "?max_points=10&limit=5"), 422, "UNPROCESSABLE",
+              "cannot go with after or limit");
+  expectError(call("GET", base + "?max_points=10&after=2"), 422, "UNPROCESSABLE", "max_points");
+}
+
 TEST_F(ApiTest, RunSamplesWorldFromScenarioHosts) {
   json doc = flapScenario("three");
   doc["workload"] = {{"hosts", {"h0", "h1", "h2"}}};

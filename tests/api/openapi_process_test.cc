@@ -264,6 +264,13 @@ TEST_F(OpenApiProcess, EveryDocumentedRouteAnswersAndEveryBodyMatchesItsSchema) 
   ASSERT_EQ(samples["samples"].size(), 4u) << samples.dump();
   EXPECT_EQ(samples["samples"][1]["busbw_gbps"], 0.0) << samples.dump();
   call("GET", "/v1/runs/{id}/samples", run + "/samples?rank=0&after_ms=0");
+  const json page = call("GET", "/v1/runs/{id}/samples", run + "/samples?limit=3").json();
+  ASSERT_EQ(page["samples"].size(), 3u) << page.dump();
+  EXPECT_EQ(page["next_after"], page["samples"][2]["seq"]) << page.dump();
+  call("GET", "/v1/runs/{id}/samples",
+       run + "/samples?after=" + std::to_string(page["next_after"].get<int64_t>()));
+  call("GET", "/v1/runs/{id}/samples", run + "/samples?max_points=2");
+  call("GET", "/v1/runs/{id}/samples", run + "/samples?max_points=2&limit=1");  // a 422
   const json telemetry = call("GET", "/v1/runs/{id}/telemetry", run + "/telemetry").json();
   EXPECT_EQ(telemetry["series"].size(), 6u) << telemetry.dump();
   call("GET", "/v1/runs/{id}/telemetry", run + "/telemetry?source=sw0/p1/lossless&metric=drops");

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -257,6 +258,58 @@ TEST_F(StreamTest, FinishedRunSendsEverythingAtOnce) {
   EXPECT_EQ(messages[2].data["events"].size(), 2u);
   EXPECT_EQ(messages[3].data["state"], "failed");
   EXPECT_EQ(messages[3].data["passed"], false);
+}
+
+// A finished run longer than a message: pages of 10 000 samples and 1 000 events, each polled
+// at once (pollIntervalMs 0) until all went out, then the last pair and `end`. Every sample and
+// event once, in the order stored.
+TEST_F(StreamTest, AFinishedLongRunGoesOutPageByPageThenEnds) {
+  const int64_t id = createRun(2);
+  std::vector<core::Sample> samples;
+  for (int i = 0; i < 12500; ++i) {
+    for (int rank = 0; rank < 2; ++rank) samples.push_back({rank, i, 1.0 * i, 2.0, 4096});
+  }
+  ASSERT_TRUE(store_->appendSamples(id, samples).isOk());
+  for (int i = 0; i < 1500; ++i) {
+    ASSERT_TRUE(store_->appendEvent({id, 1.0 * i, i, "rank_heartbeat", {{"n", i}}}).isOk());
+  }
+  ASSERT_TRUE(store_->finishRun(id, "passed", 90.0, json{{"passed", true}}, "").isOk());
+
+  auto stream = open(id);
+  ASSERT_NE(stream, nullptr);
+  std::vector<std::string> names;
+  std::vector<size_t> sample_counts;
+  std::vector<int64_t> seqs;
+  int events = 0;
+  bool done = false;
+  for (int tick = 0; tick < 10 && !done; ++tick) {
+    auto chunk = stream->next();
+    done = chunk.done;
+    if (!done) {
+      EXPECT_EQ(stream->pollIntervalMs(), 0) << "more to send: poll again at once";
+    }
+    for (const Message& message : parseSse(chunk.text)) {
+      names.push_back(message.event);
+      if (message.event == "samples") {
+        sample_counts.push_back(message.data["samples"].size());
+        for (const json& sample : message.data["samples"]) seqs.push_back(sample["seq"]);
+      }
+      if (message.event == "timeline") {
+        for (const json& event : message.data["events"]) {
+          EXPECT_EQ(event["detail"]["n"], events);
+          ++events;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(sample_counts, (std::vector<size_t>{10000, 10000, 5000}));
+  EXPECT_EQ(events, 1500);
+  ASSERT_EQ(seqs.size(), 25000u);
+  EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  EXPECT_EQ(std::adjacent_find(seqs.begin(), seqs.end()), seqs.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"status", "samples", "timeline", "samples", "timeline",
+                                             "samples", "timeline", "end"}));
 }
 
 TEST_F(StreamTest, FinishedRunWithNothingRecordedStillSendsTheEmptyPair) {

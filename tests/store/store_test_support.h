@@ -63,6 +63,22 @@ class RawDb {
     return out;
   }
 
+  // EXPLAIN QUERY PLAN's steps for sql, joined by " | ": "SEARCH samples USING INDEX ...".
+  std::string queryPlan(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, explain.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db_);
+    std::string out;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      const unsigned char* detail = sqlite3_column_text(stmt, 3);
+      if (detail == nullptr) continue;
+      out += (out.empty() ? "" : " | ") + std::string(reinterpret_cast<const char*>(detail));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
   // Runs a script of several statements; fails the test with SQLite's message on error.
   void exec(const std::string& sql) {
     char* error = nullptr;

@@ -4,7 +4,7 @@
 import { get } from '../api.js';
 import { alignSeries, busbwPlot, collectivePoints, scorePlot } from '../plot.js';
 import { el, errorBox, fmtMs, fmtNumber, fmtPercent, fmtTime, isFinal } from '../util.js';
-import { faultWindows } from './run.js';
+import { faultWindows, PLOT_POINTS } from './run.js';
 
 const COLOR_A = '#1f77b4';
 const COLOR_B = '#d62728';
@@ -93,7 +93,7 @@ export async function compareView(ctx) {
     if (runA.scenario !== runB.scenario) {
       page.append(errorBox(`Run #${runA.id} is of ${runA.scenario} and run #${runB.id} of ${runB.scenario}: the comparison is across scenarios.`, 'compare-warning'));
     }
-    const [samplesA, samplesB] = await Promise.all([get(`/v1/runs/${runA.id}/samples`), get(`/v1/runs/${runB.id}/samples`)]);
+    const [samplesA, samplesB] = await Promise.all([get(`/v1/runs/${runA.id}/samples?max_points=${PLOT_POINTS}`), get(`/v1/runs/${runB.id}/samples?max_points=${PLOT_POINTS}`)]);
     const offA = alignmentOffset(runA);
     const offB = alignmentOffset(runB);
     const data = alignSeries([collectivePoints(samplesA.samples || [], offA), collectivePoints(samplesB.samples || [], offB)]);

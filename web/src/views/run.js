@@ -13,6 +13,9 @@ import { telemetryPanel } from './run_telemetry.js';
 import { el, errorBox, fmtMs, fmtNumber, fmtPercent, fmtTime, isFinal, stateBadge } from '../util.js';
 
 const POLL_MS = 2000;
+// A finished run's plot: per rank, the fastest and slowest iteration of each of 2 000 time
+// buckets (GET /samples?max_points): every sample of a short run, and a long one's stalls.
+export const PLOT_POINTS = 4000;
 const DRAW_MS = 500;
 
 // Fault windows from the stored result, or (while the run is live) paired fault_applied /
@@ -273,7 +276,7 @@ export async function runView(ctx, id) {
   }
 
   async function reloadFinal() {
-    const [full, s] = await Promise.all([get(`/v1/runs/${run.id}`), get(`/v1/runs/${run.id}/samples`)]);
+    const [full, s] = await Promise.all([get(`/v1/runs/${run.id}`), get(`/v1/runs/${run.id}/samples?max_points=${PLOT_POINTS}`)]);
     current = full;
     addSamples(s.samples || []);
     addEvents(full.timeline || []);
@@ -332,7 +335,7 @@ export async function runView(ctx, id) {
   renderResult();
   renderTimeline();
   if (isFinal(run.state)) {
-    const s = await get(`/v1/runs/${run.id}/samples`);
+    const s = await get(`/v1/runs/${run.id}/samples?max_points=${PLOT_POINTS}`);
     addSamples(s.samples || []);
     draw();
     await finalTelemetry();
