@@ -29,6 +29,7 @@
 #include "app/version.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/periodic_task.h"
 #include "core/run_state.h"
 #include "core/steady_clock.h"
 #include "injectors/sys/command.h"
@@ -45,10 +46,14 @@
 #include "server/auth/tokens.h"
 #include "server/http/server.h"
 #include "server/metrics/serve_metrics.h"
+#include "store/retention.h"
 #include "store/store.h"
 
 namespace fabric_chaos::app {
 namespace {
+
+// How often retention looks for runs to prune (after a first look at start).
+constexpr int64_t kRetentionPeriodMs = 3'600'000;
 
 constexpr const char* kServeUsage = R"(Usage: fabric-chaos serve [options]
 
@@ -95,12 +100,18 @@ Options:
   --allow-exec         the embedded agent runs external workloads (docs/workloads.md): commands
                        a scenario names, run as serve's user; and workloads whose launcher is
                        "slurm" are submitted with srun. Off by default
+  --retain-samples AGE keep the raw samples and telemetry of finished runs for AGE (30d, 12h,
+                       90m, 3600s); older runs keep their score, analysis, events, a plot
+                       envelope of their samples and thinned telemetry (docs/durability.md,
+                       "Retention"). Checked at start and then hourly. Default: keep all
+  --retain-runs N      the same for every finished run but the newest N
 )";
 
 core::FlagRules serveFlagRules() {
   return {{"listen", "db", "state-dir", "web-root", "with-lab", "demo", "admin-token-file",
            "allow-interface", "tls-cert", "tls-key", "agent-ca", "agent-cert", "agent-key",
-           "agent-token-file", "loss-backend", "local-lease-ms", "agent-lease-ms"},
+           "agent-token-file", "loss-backend", "local-lease-ms", "agent-lease-ms", "retain-samples",
+           "retain-runs"},
           {"help", "exit-after-demo", "allow-management-interface", "no-auth", "allow-exec"}};
 }
 
@@ -288,6 +299,12 @@ int serveMain(int argc, char** argv) {
   } catch (const std::exception&) {
     std::cerr << "fabric-chaos serve: --agent-lease-ms must be a whole number of ms from 1000 to "
                  "600000 (the agents' own limit)\n";
+    return 2;
+  }
+  auto retention_policy =
+      store::retentionPolicyFromFlags(flags.get("retain-samples"), flags.get("retain-runs"));
+  if (!retention_policy.isOk()) {
+    std::cerr << "fabric-chaos serve: " << retention_policy.status().message() << "\n";
     return 2;
   }
   const std::string db_path = flags.getOr("db", "/var/lib/fabric-chaos/fabric-chaos.db");
@@ -537,8 +554,10 @@ int serveMain(int argc, char** argv) {
         return api.openStream(request, refusal);
       });
   int exit_code = 0;
+  std::optional<core::PeriodicTask> retention;  // started below, once serving
   auto cleanup = [&] {
     // Schedules and suites first, so that nothing submits a run to an engine shutting down.
+    if (retention) retention->stop();
     scheduler.shutdown();
     suite_runner.shutdown();
     engine.shutdown();  // reverts any fault still in force
@@ -566,6 +585,24 @@ int serveMain(int argc, char** argv) {
         std::max<int64_t>(local_lease_ms / 5, 1),
         [&engine, local_lease_ms] { return !engine.holdsFaultsWithoutProgress(local_lease_ms); },
         [handle] { handle->heartbeat(); });
+  }
+  // Retention: a pass at start, then hourly, on its own thread; deletes go a few thousand rows per
+  // transaction, so that the runs in progress keep writing.
+  if (retention_policy->enabled()) {
+    retention.emplace(kRetentionPeriodMs, [&store, policy = *retention_policy] {
+      auto pass = store::runRetentionPass(*store, policy, core::wallNowMs());
+      if (!pass.isOk()) {
+        std::cerr << "retention: " << pass.status().message() << std::endl;
+        return;
+      }
+      for (const store::PruneReport& pruned : pass->pruned) {
+        std::cout << "retention: " << store::describePrune(pruned) << std::endl;
+      }
+      if (pass->pages_released > 0) {
+        std::cout << "retention: " << pass->pages_released << " database pages given back"
+                  << std::endl;
+      }
+    });
   }
   std::cout << "fabric-chaos " << FABRIC_CHAOS_VERSION << " serving on " << base_url
             << " (database " << db_path << ")" << std::endl;

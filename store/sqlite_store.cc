@@ -183,6 +183,12 @@ Result<DbHandle> openConnection(const std::string& path) {
   rc = sqlite3_busy_timeout(db.get(), 5000);
   if (rc != SQLITE_OK) return sqliteStatus(db.get(), rc, "set busy_timeout");
 
+  // Only a database without tables takes this (an older file keeps "none", and reuses the pages
+  // deletes free instead of giving them back): retention then returns what it frees
+  // (releaseFreePages). Not VACUUM, which would renumber the samples' rowids, their cursors.
+  auto vacuum = pragmaText(db.get(), "PRAGMA auto_vacuum=INCREMENTAL");
+  if (!vacuum.isOk()) return vacuum.status();
+
   auto mode = pragmaText(db.get(), "PRAGMA journal_mode=WAL");
   if (!mode.isOk()) return mode.status();
   // An in-memory or temporary database has no file name and reports "memory"; any file-backed
@@ -283,6 +289,8 @@ struct Statements {
 
   Statement insert_sample, list_samples, insert_event, list_events;
   Statement sample_rows, sample_envelope, sample_rank_count, event_rows;
+  Statement prunable_runs, count_run_samples, count_run_telemetry, sample_rowids_after,
+      delete_sample, telemetry_to_thin, delete_telemetry, incremental_vacuum;
   Statement insert_telemetry, list_telemetry;
 
   Statement insert_journal, get_journal_state, mark_journal, list_unreverted;
@@ -391,6 +399,28 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.event_rows,
        "SELECT rowid, run_id, t_ms, wall_ms, kind, detail FROM events "
        "WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"},
+      // Retention. Final states are those of core/run_state.h.
+      {&s.prunable_runs,
+       "SELECT id FROM runs WHERE finished_ms > 0 "
+       "AND state IN ('passed', 'failed', 'aborted', 'interrupted', 'error') "
+       "AND json_extract(attributes, '$.retention') IS NULL "
+       "AND ((?1 > 0 AND finished_ms < ?1) OR (?2 >= 0 AND id NOT IN (SELECT id FROM runs "
+       "WHERE finished_ms > 0 AND state IN ('passed', 'failed', 'aborted', 'interrupted', 'error') "
+       "ORDER BY finished_ms DESC, id DESC LIMIT ?2))) "
+       "ORDER BY finished_ms, id"},
+      {&s.count_run_samples, "SELECT COUNT(*) FROM samples WHERE run_id = ?1"},
+      {&s.count_run_telemetry, "SELECT COUNT(*) FROM telemetry WHERE run_id = ?1"},
+      {&s.sample_rowids_after,
+       "SELECT rowid FROM samples WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"},
+      {&s.delete_sample, "DELETE FROM samples WHERE rowid = ?1"},
+      // Per series, every k-th point by time (k = ceil(count / points)) and the last.
+      {&s.telemetry_to_thin,
+       "SELECT rowid FROM (SELECT rowid, "
+       "ROW_NUMBER() OVER (PARTITION BY source, metric ORDER BY t_ms, rowid) AS n, "
+       "COUNT(*) OVER (PARTITION BY source, metric) AS c FROM telemetry WHERE run_id = ?1) "
+       "WHERE c > ?2 AND n <> c AND (n - 1) % ((c + ?2 - 1) / ?2) <> 0"},
+      {&s.delete_telemetry, "DELETE FROM telemetry WHERE rowid = ?1"},
+      {&s.incremental_vacuum, "PRAGMA incremental_vacuum"},
       {&s.insert_telemetry,
        "INSERT INTO telemetry (run_id, t_ms, source, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&s.list_telemetry,
@@ -940,6 +970,99 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Result<std::vector<int64_t>> prunableRuns(int64_t finished_before_ms, int keep_newest) override {
+    std::lock_guard lock(mu_);
+    Query q(st_.prunable_runs);
+    q.bind(1, finished_before_ms).bind(2, int64_t{keep_newest});
+    std::vector<int64_t> out;
+    while (q.next()) out.push_back(q.int64(0));
+    FC_RETURN_IF_ERROR(q.status().withContext("list the runs retention may prune"));
+    return out;
+  }
+
+  Result<PruneReport> pruneRun(int64_t run_id, int sample_buckets, int telemetry_points) override {
+    if (sample_buckets < 1 || telemetry_points < 2) {
+      return Status(StatusCode::kInvalidArgument,
+                    "prune: at least 1 sample bucket and 2 telemetry points");
+    }
+    const std::string what = "prune run " + std::to_string(run_id);
+    PruneReport report;
+    report.run_id = run_id;
+    auto samples_before = countOf(st_.count_run_samples, run_id);
+    if (!samples_before) return samples_before.status().withContext(what);
+    auto telemetry_before = countOf(st_.count_run_telemetry, run_id);
+    if (!telemetry_before) return telemetry_before.status().withContext(what);
+    report.samples_before = *samples_before;
+    report.telemetry_before = *telemetry_before;
+
+    auto envelope = sampleEnvelope(run_id, SampleQuery{}, sample_buckets);
+    if (!envelope) return envelope.status().withContext(what);
+    std::vector<int64_t> kept;
+    for (const SampleRow& row : *envelope) kept.push_back(row.seq);
+    std::sort(kept.begin(), kept.end());
+    // The rows to go, a page at a time by cursor; each page's deletes are one transaction.
+    for (int64_t after = 0;;) {
+      std::vector<int64_t> page;
+      {
+        std::lock_guard lock(mu_);
+        Query q(st_.sample_rowids_after);
+        q.bind(1, run_id).bind(2, after).bind(3, int64_t{kPruneBatch});
+        while (q.next()) page.push_back(q.int64(0));
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+      }
+      if (page.empty()) break;
+      after = page.back();
+      std::vector<int64_t> doomed;
+      for (int64_t rowid : page) {
+        if (!std::binary_search(kept.begin(), kept.end(), rowid)) doomed.push_back(rowid);
+      }
+      FC_RETURN_IF_ERROR(deleteRows(st_.delete_sample, doomed, "prune_samples").withContext(what));
+    }
+    std::vector<int64_t> thinned;
+    {
+      std::lock_guard lock(mu_);
+      Query q(st_.telemetry_to_thin);
+      q.bind(1, run_id).bind(2, int64_t{telemetry_points});
+      while (q.next()) thinned.push_back(q.int64(0));
+      FC_RETURN_IF_ERROR(q.status().withContext(what));
+    }
+    for (size_t from = 0; from < thinned.size(); from += kPruneBatch) {
+      const size_t to = std::min(thinned.size(), from + kPruneBatch);
+      const std::vector<int64_t> batch(thinned.begin() + static_cast<ptrdiff_t>(from),
+                                       thinned.begin() + static_cast<ptrdiff_t>(to));
+      FC_RETURN_IF_ERROR(
+          deleteRows(st_.delete_telemetry, batch, "prune_telemetry").withContext(what));
+    }
+    auto samples_after = countOf(st_.count_run_samples, run_id);
+    if (!samples_after) return samples_after.status().withContext(what);
+    auto telemetry_after = countOf(st_.count_run_telemetry, run_id);
+    if (!telemetry_after) return telemetry_after.status().withContext(what);
+    report.samples_kept = *samples_after;
+    report.telemetry_kept = *telemetry_after;
+    FC_RETURN_IF_ERROR(setRunAttribute(run_id, "retention",
+                                       json{{"pruned_ms", core::wallNowMs()},
+                                            {"samples_before", report.samples_before},
+                                            {"samples_kept", report.samples_kept},
+                                            {"telemetry_before", report.telemetry_before},
+                                            {"telemetry_kept", report.telemetry_kept}}));
+    return report;
+  }
+
+  Result<int64_t> releaseFreePages() override {
+    const auto timed = timeWrite("release_free_pages");
+    std::lock_guard lock(mu_);
+    auto before = pragmaText(db_.get(), "PRAGMA freelist_count");
+    if (!before) return before.status();
+    Query q(st_.incremental_vacuum);
+    while (q.next()) {
+    }
+    FC_RETURN_IF_ERROR(q.status().withContext("incremental vacuum"));
+    q.reset();
+    auto after = pragmaText(db_.get(), "PRAGMA freelist_count");
+    if (!after) return after.status();
+    return std::max<int64_t>(0, std::atoll(before->c_str()) - std::atoll(after->c_str()));
+  }
+
   Status appendEvent(const EventRecord& event) override {
     const auto timed = timeWrite("append_event");
     std::lock_guard lock(mu_);
@@ -1467,6 +1590,30 @@ class SqliteStore final : public Store {
     int64_t started_ns_;
   };
   WriteTimer timeWrite(std::string_view operation) const { return {observer_, operation}; }
+
+  // Rows a prune deletes per transaction: short holds of the lock the ranks' samples wait on.
+  static constexpr int kPruneBatch = 5000;
+
+  Result<int64_t> countOf(Statement& statement, int64_t run_id) {
+    std::lock_guard lock(mu_);
+    Query q(statement);
+    q.bind(1, run_id);
+    const bool row = q.next();
+    FC_RETURN_IF_ERROR(q.status());
+    return row ? q.int64(0) : 0;
+  }
+
+  // Deletes the rows by rowid in one transaction.
+  Status deleteRows(Statement& statement, const std::vector<int64_t>& rowids,
+                    std::string_view operation) {
+    if (rowids.empty()) return Status::ok();
+    const auto timed = timeWrite(operation);
+    std::lock_guard lock(mu_);
+    Transaction txn = transaction();
+    FC_RETURN_IF_ERROR(txn.begin());
+    for (int64_t rowid : rowids) FC_RETURN_IF_ERROR(execWith(statement, rowid));
+    return txn.commit();
+  }
 
   std::mutex mu_;
   // Declared before st_ so that the statements are finalized before the connection closes.

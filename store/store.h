@@ -144,6 +144,15 @@ struct EventRow {
   EventRecord event;
 };
 
+// What pruneRun did to one run.
+struct PruneReport {
+  int64_t run_id = 0;
+  int64_t samples_before = 0;
+  int64_t samples_kept = 0;
+  int64_t telemetry_before = 0;
+  int64_t telemetry_kept = 0;
+};
+
 // Told of every write the store makes: which one (a fixed name such as "append_samples") and
 // how long its caller waited, the store's lock and the commit included. Called on the writing
 // thread, after the lock is released; it must be cheap.
@@ -210,6 +219,23 @@ class Store {
   virtual core::Result<int> sampleRankCount(int64_t run_id) = 0;
   virtual core::Result<std::vector<EventRow>> eventRows(int64_t run_id, int64_t after_seq,
                                                         int limit) = 0;  // by seq
+
+  // Retention (store/retention.h). Finished runs whose samples and telemetry are still whole,
+  // oldest first: those finished before `finished_before_ms` (0: none by age) and those after the
+  // `keep_newest` newest finished runs (negative: none by count).
+  virtual core::Result<std::vector<int64_t>> prunableRuns(int64_t finished_before_ms,
+                                                          int keep_newest) = 0;
+  // Cuts a run's samples down to their envelope (sampleEnvelope with `sample_buckets`) and each
+  // of its telemetry series to about `telemetry_points` evenly spaced points, its first and last
+  // kept, a few thousand rows per transaction so that the store's lock is never held for long;
+  // then records what it did in the run's attributes as "retention". Its analysis, score and
+  // events are untouched.
+  virtual core::Result<PruneReport> pruneRun(int64_t run_id, int sample_buckets,
+                                             int telemetry_points) = 0;
+  // Hands the pages deletes freed back to the file system, where the database allows it
+  // (auto_vacuum=INCREMENTAL, which the store sets on the databases it creates; an older file
+  // keeps its size and reuses the pages). The number of pages released.
+  virtual core::Result<int64_t> releaseFreePages() = 0;
   // Telemetry: appended in batches (one transaction each); read back ordered by source, metric
   // and time.
   virtual core::Status appendTelemetry(int64_t run_id,
