@@ -1,6 +1,8 @@
-// The SQLite implementation of Store. One connection, every statement prepared once at open and
-// reused; the mutex is held for the whole of each method, which is also what makes the
-// read-modify-write methods (setRunAttribute, journalMark) atomic with respect to other threads.
+// The SQLite implementation of Store. One writer connection, every statement prepared once at
+// open and reused; its mutex is held for the whole of each write method, which is also what makes
+// the read-modify-write methods (setRunAttribute, journalMark) atomic with respect to other
+// threads. Plain reads go through a pool of read-only connections (ReadPool), so that they never
+// wait for a commit.
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -215,6 +218,20 @@ Result<DbHandle> openConnection(const std::string& path) {
   if (*fk_on != "1") {
     return Status(StatusCode::kNotSupported, "this SQLite build does not enforce foreign keys");
   }
+  return db;
+}
+
+// A read-only connection to the file the writer opened: the pool's (ReadPool). Same busy timeout;
+// no pragmas to set, WAL being a property of the file.
+Result<DbHandle> openReadConnection(const std::string& file) {
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) return sqliteStatus(db.get(), rc, "");
+  sqlite3_extended_result_codes(db.get(), 1);
+  const int busy = sqlite3_busy_timeout(db.get(), 5000);
+  if (busy != SQLITE_OK) return sqliteStatus(db.get(), busy, "set busy_timeout");
   return db;
 }
 
@@ -647,12 +664,79 @@ SampleRow sampleRowFrom(const Query& q) {
   return row;
 }
 
+// Read connections beside the writer: as many as reads may run at once (serve's API handlers,
+// streams, the engine) before one waits for another.
+constexpr int kReadConnections = 4;
+
+// A read-only connection of the pool with its own statements; one thread uses it at a time.
+struct ReadConnection {
+  DbHandle db;  // declared before st, so that the statements are finalized first
+  Statements st;
+};
+
+// The connections reads go through, so that a read never waits for the writer's commit (WAL
+// lets them read the last committed state beside it) nor for another read beyond the pool size.
+class ReadPool {
+ public:
+  void add(std::unique_ptr<ReadConnection> connection) {
+    free_.push_back(connection.get());
+    all_.push_back(std::move(connection));
+  }
+  bool empty() const { return all_.empty(); }
+
+  // Runs f(statements) on a free connection, waiting for one when all are busy.
+  template <typename F>
+  auto with(F&& f) -> decltype(f(std::declval<Statements&>())) {
+    ReadConnection* connection = nullptr;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !free_.empty(); });
+      connection = free_.back();
+      free_.pop_back();
+    }
+    struct GiveBack {
+      ReadPool* pool;
+      ReadConnection* connection;
+      ~GiveBack() {
+        {
+          std::lock_guard lock(pool->mu_);
+          pool->free_.push_back(connection);
+        }
+        pool->cv_.notify_one();
+      }
+    } give_back{this, connection};
+    return f(connection->st);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<ReadConnection*> free_;
+  std::vector<std::unique_ptr<ReadConnection>> all_;
+};
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(DbHandle db, WriteObserver observer)
       : db_(std::move(db)), observer_(std::move(observer)) {}
 
-  Status init() { return prepareAll(db_.get(), st_); }
+  // Prepares the writer's statements and opens `readers` read-only connections beside it; an
+  // in-memory database (nothing another connection could open) has none, and reads then take
+  // the writer's connection under its lock.
+  Status init(const std::string& path, int readers) {
+    FC_RETURN_IF_ERROR(prepareAll(db_.get(), st_));
+    const char* file = sqlite3_db_filename(db_.get(), "main");
+    if (file == nullptr || file[0] == '\0') return Status::ok();
+    for (int i = 0; i < readers; ++i) {
+      auto db = openReadConnection(file);
+      if (!db.isOk()) return db.status().withContext("open read connection to " + path);
+      auto connection = std::make_unique<ReadConnection>();
+      connection->db = std::move(db).value();
+      FC_RETURN_IF_ERROR(prepareAll(connection->db.get(), connection->st));
+      readers_.add(std::move(connection));
+    }
+    return Status::ok();
+  }
 
   int schemaVersion() override {
     std::lock_guard lock(mu_);
@@ -668,11 +752,11 @@ class SqliteStore final : public Store {
   }
 
   Result<ScenarioRecord> getScenario(const std::string& name) override {
-    return getDocument(st_.scenarios, "scenario", name, readScenario);
+    return getDocument(&Statements::scenarios, "scenario", name, readScenario);
   }
 
   Result<std::vector<ScenarioRecord>> listScenarios() override {
-    return listDocuments(st_.scenarios, "scenarios", readScenario);
+    return listDocuments(&Statements::scenarios, "scenarios", readScenario);
   }
 
   Status deleteScenario(const std::string& name) override {
@@ -762,8 +846,9 @@ class SqliteStore final : public Store {
   }
 
   Result<RunRecord> getRun(int64_t id) override {
-    std::lock_guard lock(mu_);
-    return readOne(st_.get_run, id, readRun, "get run " + std::to_string(id), notFound("run", id));
+    return read([&](Statements& st) -> Result<RunRecord> {
+      return readOne(st.get_run, id, readRun, "get run " + std::to_string(id), notFound("run", id));
+    });
   }
 
   Result<std::vector<RunRecord>> listRuns(const RunFilter& filter) override {
@@ -771,54 +856,58 @@ class SqliteStore final : public Store {
       return Status(StatusCode::kInvalidArgument,
                     "run list limit must be positive, got " + std::to_string(filter.limit));
     }
-    std::lock_guard lock(mu_);
-    Statement* stmt = &st_.list_runs_all;
-    if (!filter.scenario.empty() && !filter.state.empty()) {
-      stmt = &st_.list_runs_by_both;
-    } else if (!filter.scenario.empty()) {
-      stmt = &st_.list_runs_by_scenario;
-    } else if (!filter.state.empty()) {
-      stmt = &st_.list_runs_by_state;
-    }
-    Query q(*stmt);
-    q.bind(1, filter.limit);
-    int next_param = 2;
-    if (!filter.scenario.empty()) q.bind(next_param++, filter.scenario);
-    if (!filter.state.empty()) q.bind(next_param++, filter.state);
-    return readAll(q, readRun, "list runs");
+    return read([&](Statements& st) -> Result<std::vector<RunRecord>> {
+      Statement* stmt = &st.list_runs_all;
+      if (!filter.scenario.empty() && !filter.state.empty()) {
+        stmt = &st.list_runs_by_both;
+      } else if (!filter.scenario.empty()) {
+        stmt = &st.list_runs_by_scenario;
+      } else if (!filter.state.empty()) {
+        stmt = &st.list_runs_by_state;
+      }
+      Query q(*stmt);
+      q.bind(1, filter.limit);
+      int next_param = 2;
+      if (!filter.scenario.empty()) q.bind(next_param++, filter.scenario);
+      if (!filter.state.empty()) q.bind(next_param++, filter.state);
+      return readAll(q, readRun, "list runs");
+    });
   }
 
   Result<json> runTransitions(int64_t id) override {
-    std::lock_guard lock(mu_);
-    const std::string what = "list transitions of run " + std::to_string(id);
-    json out = json::array();
-    {
-      Query q(st_.list_transitions);
-      q.bind(1, id);
-      while (q.next()) out.push_back({{"state", q.text(0)}, {"wall_ms", q.int64(1)}});
-      FC_RETURN_IF_ERROR(q.status().withContext(what));
-    }
-    // Every run has at least its "queued" transition, so an empty list means no such run.
-    if (out.empty()) return notFound("run", id);
-    return out;
+    return read([&](Statements& st) -> Result<json> {
+      const std::string what = "list transitions of run " + std::to_string(id);
+      json out = json::array();
+      {
+        Query q(st.list_transitions);
+        q.bind(1, id);
+        while (q.next()) out.push_back({{"state", q.text(0)}, {"wall_ms", q.int64(1)}});
+        FC_RETURN_IF_ERROR(q.status().withContext(what));
+      }
+      // Every run has at least its "queued" transition, so an empty list means no such run.
+      if (out.empty()) return notFound("run", id);
+      return out;
+    });
   }
 
   Result<std::map<std::string, int64_t>> runCountsByState() override {
-    std::lock_guard lock(mu_);
-    std::map<std::string, int64_t> counts;
-    Query q(st_.count_runs_by_state);
-    while (q.next()) counts[q.text(0)] = q.int64(1);
-    FC_RETURN_IF_ERROR(q.status().withContext("count runs by state"));
-    return counts;
+    return read([&](Statements& st) -> Result<std::map<std::string, int64_t>> {
+      std::map<std::string, int64_t> counts;
+      Query q(st.count_runs_by_state);
+      while (q.next()) counts[q.text(0)] = q.int64(1);
+      FC_RETURN_IF_ERROR(q.status().withContext("count runs by state"));
+      return counts;
+    });
   }
 
   Result<std::vector<ScenarioScore>> lastScores() override {
-    std::lock_guard lock(mu_);
-    std::vector<ScenarioScore> scores;
-    Query q(st_.last_scores);
-    while (q.next()) scores.push_back({q.text(0), q.int64(1), q.real(2), q.int64(3)});
-    FC_RETURN_IF_ERROR(q.status().withContext("read the last score of each scenario"));
-    return scores;
+    return read([&](Statements& st) -> Result<std::vector<ScenarioScore>> {
+      std::vector<ScenarioScore> scores;
+      Query q(st.last_scores);
+      while (q.next()) scores.push_back({q.text(0), q.int64(1), q.real(2), q.int64(3)});
+      FC_RETURN_IF_ERROR(q.status().withContext("read the last score of each scenario"));
+      return scores;
+    });
   }
 
   Result<std::vector<int64_t>> interruptUnfinishedRuns() override {
@@ -863,51 +952,54 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<core::TelemetryPoint>> telemetry(int64_t run_id) override {
-    std::lock_guard lock(mu_);
-    std::vector<core::TelemetryPoint> out;
-    Query q(st_.list_telemetry);
-    q.bind(1, run_id);
-    while (q.next()) {
-      core::TelemetryPoint p;
-      p.t_ms = q.real(0);
-      p.source = q.text(1);
-      p.metric = q.text(2);
-      p.value = q.int64(3);
-      out.push_back(std::move(p));
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("read telemetry of run " + std::to_string(run_id)));
-    return out;
+    return read([&](Statements& st) -> Result<std::vector<core::TelemetryPoint>> {
+      std::vector<core::TelemetryPoint> out;
+      Query q(st.list_telemetry);
+      q.bind(1, run_id);
+      while (q.next()) {
+        core::TelemetryPoint p;
+        p.t_ms = q.real(0);
+        p.source = q.text(1);
+        p.metric = q.text(2);
+        p.value = q.int64(3);
+        out.push_back(std::move(p));
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext("read telemetry of run " + std::to_string(run_id)));
+      return out;
+    });
   }
 
   Result<std::vector<core::Sample>> samples(int64_t run_id) override {
-    std::lock_guard lock(mu_);
-    std::vector<core::Sample> out;
-    Query q(st_.list_samples);
-    q.bind(1, run_id);
-    while (q.next()) {
-      core::Sample s;
-      s.rank = static_cast<int>(q.int64(0));
-      s.iteration = q.int64(1);
-      s.start_ms = q.real(2);
-      s.duration_ms = q.real(3);
-      s.bytes = q.int64(4);
-      out.push_back(s);
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
-    return out;
+    return read([&](Statements& st) -> Result<std::vector<core::Sample>> {
+      std::vector<core::Sample> out;
+      Query q(st.list_samples);
+      q.bind(1, run_id);
+      while (q.next()) {
+        core::Sample s;
+        s.rank = static_cast<int>(q.int64(0));
+        s.iteration = q.int64(1);
+        s.start_ms = q.real(2);
+        s.duration_ms = q.real(3);
+        s.bytes = q.int64(4);
+        out.push_back(s);
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
+      return out;
+    });
   }
 
   Result<std::vector<SampleRow>> sampleRows(int64_t run_id, const SampleQuery& query) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.sample_rows);
-    q.bind(1, run_id).bind(2, query.after_seq);
-    if (query.rank) q.bind(3, *query.rank);
-    if (query.after_ms) q.bind(4, *query.after_ms);
-    q.bind(5, query.limit > 0 ? int64_t{query.limit} : int64_t{-1});
-    std::vector<SampleRow> out;
-    while (q.next()) out.push_back(sampleRowFrom(q));
-    FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
-    return out;
+    return read([&](Statements& st) -> Result<std::vector<SampleRow>> {
+      Query q(st.sample_rows);
+      q.bind(1, run_id).bind(2, query.after_seq);
+      if (query.rank) q.bind(3, *query.rank);
+      if (query.after_ms) q.bind(4, *query.after_ms);
+      q.bind(5, query.limit > 0 ? int64_t{query.limit} : int64_t{-1});
+      std::vector<SampleRow> out;
+      while (q.next()) out.push_back(sampleRowFrom(q));
+      FC_RETURN_IF_ERROR(q.status().withContext("read samples of run " + std::to_string(run_id)));
+      return out;
+    });
   }
 
   Result<std::vector<SampleRow>> sampleEnvelope(int64_t run_id, const SampleQuery& query,
@@ -915,59 +1007,62 @@ class SqliteStore final : public Store {
     if (buckets < 1) {
       return Status(StatusCode::kInvalidArgument, "sample envelope: buckets must be at least 1");
     }
-    std::lock_guard lock(mu_);
-    Query q(st_.sample_envelope);
-    q.bind(1, run_id);
-    if (query.rank) q.bind(2, *query.rank);
-    if (query.after_ms) q.bind(3, *query.after_ms);
-    q.bind(4, int64_t{buckets});
-    std::map<int64_t, SampleRow> by_seq;  // a bucket's fastest and slowest may be one sample
-    while (q.next()) {
-      SampleRow row = sampleRowFrom(q);
-      by_seq.emplace(row.seq, row);
-    }
-    FC_RETURN_IF_ERROR(
-        q.status().withContext("read the sample envelope of run " + std::to_string(run_id)));
-    std::vector<SampleRow> out;
-    out.reserve(by_seq.size());
-    for (auto& [seq, row] : by_seq) out.push_back(row);
-    std::sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
-      if (a.sample.rank != b.sample.rank) return a.sample.rank < b.sample.rank;
-      if (a.sample.start_ms != b.sample.start_ms) return a.sample.start_ms < b.sample.start_ms;
-      return a.seq < b.seq;
+    return read([&](Statements& st) -> Result<std::vector<SampleRow>> {
+      Query q(st.sample_envelope);
+      q.bind(1, run_id);
+      if (query.rank) q.bind(2, *query.rank);
+      if (query.after_ms) q.bind(3, *query.after_ms);
+      q.bind(4, int64_t{buckets});
+      std::map<int64_t, SampleRow> by_seq;  // a bucket's fastest and slowest may be one sample
+      while (q.next()) {
+        SampleRow row = sampleRowFrom(q);
+        by_seq.emplace(row.seq, row);
+      }
+      FC_RETURN_IF_ERROR(
+          q.status().withContext("read the sample envelope of run " + std::to_string(run_id)));
+      std::vector<SampleRow> out;
+      out.reserve(by_seq.size());
+      for (auto& [seq, row] : by_seq) out.push_back(row);
+      std::sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
+        if (a.sample.rank != b.sample.rank) return a.sample.rank < b.sample.rank;
+        if (a.sample.start_ms != b.sample.start_ms) return a.sample.start_ms < b.sample.start_ms;
+        return a.seq < b.seq;
+      });
+      return out;
     });
-    return out;
   }
 
   Result<int> sampleRankCount(int64_t run_id) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.sample_rank_count);
-    q.bind(1, run_id);
-    const bool row = q.next();
-    FC_RETURN_IF_ERROR(q.status().withContext("read the ranks of run " + std::to_string(run_id)));
-    if (!row || q.isNull(0)) return 0;
-    return static_cast<int>(q.int64(0)) + 1;
+    return read([&](Statements& st) -> Result<int> {
+      Query q(st.sample_rank_count);
+      q.bind(1, run_id);
+      const bool row = q.next();
+      FC_RETURN_IF_ERROR(q.status().withContext("read the ranks of run " + std::to_string(run_id)));
+      if (!row || q.isNull(0)) return 0;
+      return static_cast<int>(q.int64(0)) + 1;
+    });
   }
 
   Result<std::vector<EventRow>> eventRows(int64_t run_id, int64_t after_seq, int limit) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.event_rows);
-    q.bind(1, run_id).bind(2, after_seq).bind(3, limit > 0 ? int64_t{limit} : int64_t{-1});
-    std::vector<EventRow> out;
-    while (q.next()) {
-      EventRow row;
-      row.seq = q.int64(0);
-      row.event.run_id = q.int64(1);
-      row.event.t_ms = q.real(2);
-      row.event.wall_ms = q.int64(3);
-      row.event.kind = q.text(4);
-      auto detail = parseJson(q.text(5), "event detail of run " + std::to_string(run_id));
-      if (!detail.isOk()) return detail.status();
-      row.event.detail = std::move(detail).value();
-      out.push_back(std::move(row));
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
-    return out;
+    return read([&](Statements& st) -> Result<std::vector<EventRow>> {
+      Query q(st.event_rows);
+      q.bind(1, run_id).bind(2, after_seq).bind(3, limit > 0 ? int64_t{limit} : int64_t{-1});
+      std::vector<EventRow> out;
+      while (q.next()) {
+        EventRow row;
+        row.seq = q.int64(0);
+        row.event.run_id = q.int64(1);
+        row.event.t_ms = q.real(2);
+        row.event.wall_ms = q.int64(3);
+        row.event.kind = q.text(4);
+        auto detail = parseJson(q.text(5), "event detail of run " + std::to_string(run_id));
+        if (!detail.isOk()) return detail.status();
+        row.event.detail = std::move(detail).value();
+        out.push_back(std::move(row));
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
+      return out;
+    });
   }
 
   Result<std::vector<int64_t>> prunableRuns(int64_t finished_before_ms, int keep_newest) override {
@@ -1077,23 +1172,24 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<EventRecord>> events(int64_t run_id) override {
-    std::lock_guard lock(mu_);
-    std::vector<EventRecord> out;
-    Query q(st_.list_events);
-    q.bind(1, run_id);
-    while (q.next()) {
-      EventRecord e;
-      e.run_id = q.int64(0);
-      e.t_ms = q.real(1);
-      e.wall_ms = q.int64(2);
-      e.kind = q.text(3);
-      auto detail = parseJson(q.text(4), "event detail of run " + std::to_string(run_id));
-      if (!detail.isOk()) return detail.status();
-      e.detail = std::move(detail).value();
-      out.push_back(std::move(e));
-    }
-    FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
-    return out;
+    return read([&](Statements& st) -> Result<std::vector<EventRecord>> {
+      std::vector<EventRecord> out;
+      Query q(st.list_events);
+      q.bind(1, run_id);
+      while (q.next()) {
+        EventRecord e;
+        e.run_id = q.int64(0);
+        e.t_ms = q.real(1);
+        e.wall_ms = q.int64(2);
+        e.kind = q.text(3);
+        auto detail = parseJson(q.text(4), "event detail of run " + std::to_string(run_id));
+        if (!detail.isOk()) return detail.status();
+        e.detail = std::move(detail).value();
+        out.push_back(std::move(e));
+      }
+      FC_RETURN_IF_ERROR(q.status().withContext("read events of run " + std::to_string(run_id)));
+      return out;
+    });
   }
 
   Result<int64_t> journalIntent(int64_t run_id, const json& fault, const json& prior) override {
@@ -1171,11 +1267,11 @@ class SqliteStore final : public Store {
   }
 
   Result<SuiteRecord> getSuite(const std::string& name) override {
-    return getDocument(st_.suites, "suite", name, readSuite);
+    return getDocument(&Statements::suites, "suite", name, readSuite);
   }
 
   Result<std::vector<SuiteRecord>> listSuites() override {
-    return listDocuments(st_.suites, "suites", readSuite);
+    return listDocuments(&Statements::suites, "suites", readSuite);
   }
 
   Status deleteSuite(const std::string& name) override {
@@ -1328,23 +1424,25 @@ class SqliteStore final : public Store {
   }
 
   Result<TokenRecord> tokenByHash(const std::string& secret_hash) override {
-    std::lock_guard lock(mu_);
-    auto token = readOne(st_.get_token_by_hash, secret_hash, readToken, "look up token",
-                         Status(StatusCode::kNotFound, "no token has this secret"));
-    if (!token.isOk()) return token.status();
-    // Same code as an unknown secret, so a caller that only checks isOk() can never accept a
-    // revoked token; the message still says what happened.
-    if (token->revoked_ms != 0) {
-      return Status(StatusCode::kNotFound, "token " + std::to_string(token->id) + " (" +
-                                               token->name + ") has been revoked");
-    }
-    return token;
+    return read([&](Statements& st) -> Result<TokenRecord> {
+      auto token = readOne(st.get_token_by_hash, secret_hash, readToken, "look up token",
+                           Status(StatusCode::kNotFound, "no token has this secret"));
+      if (!token.isOk()) return token.status();
+      // Same code as an unknown secret, so a caller that only checks isOk() can never accept a
+      // revoked token; the message still says what happened.
+      if (token->revoked_ms != 0) {
+        return Status(StatusCode::kNotFound, "token " + std::to_string(token->id) + " (" +
+                                                 token->name + ") has been revoked");
+      }
+      return token;
+    });
   }
 
   Result<std::vector<TokenRecord>> listTokens() override {
-    std::lock_guard lock(mu_);
-    Query q(st_.list_tokens);
-    return readAll(q, readToken, "list tokens");
+    return read([&](Statements& st) -> Result<std::vector<TokenRecord>> {
+      Query q(st.list_tokens);
+      return readAll(q, readToken, "list tokens");
+    });
   }
 
   Status revokeToken(int64_t id) override {
@@ -1362,18 +1460,19 @@ class SqliteStore final : public Store {
   }
 
   Result<int64_t> countActiveTokens(Role at_least) override {
-    std::lock_guard lock(mu_);
-    Query q(st_.count_active_tokens);
-    // Roles below at_least bind as "" and match nothing.
-    int param = 1;
-    for (Role role : {Role::kViewer, Role::kOperator, Role::kAdmin}) {
-      q.bind(param++, role >= at_least ? roleName(role) : "");
-    }
-    if (!q.next()) {
-      FC_RETURN_IF_ERROR(q.status().withContext("count active tokens"));
-      return int64_t{0};
-    }
-    return q.int64(0);
+    return read([&](Statements& st) -> Result<int64_t> {
+      Query q(st.count_active_tokens);
+      // Roles below at_least bind as "" and match nothing.
+      int param = 1;
+      for (Role role : {Role::kViewer, Role::kOperator, Role::kAdmin}) {
+        q.bind(param++, role >= at_least ? roleName(role) : "");
+      }
+      if (!q.next()) {
+        FC_RETURN_IF_ERROR(q.status().withContext("count active tokens"));
+        return int64_t{0};
+      }
+      return q.int64(0);
+    });
   }
 
   // --- Audit ---
@@ -1395,10 +1494,11 @@ class SqliteStore final : public Store {
       return Status(StatusCode::kInvalidArgument,
                     "audit before id must not be negative, got " + std::to_string(before_id));
     }
-    std::lock_guard lock(mu_);
-    Query q(st_.list_audit);
-    q.bind(1, limit).bind(2, before_id == 0 ? std::numeric_limits<int64_t>::max() : before_id);
-    return readAll(q, readAudit, "list audit");
+    return read([&](Statements& st) -> Result<std::vector<AuditRecord>> {
+      Query q(st.list_audit);
+      q.bind(1, limit).bind(2, before_id == 0 ? std::numeric_limits<int64_t>::max() : before_id);
+      return readAll(q, readAudit, "list audit");
+    });
   }
 
  private:
@@ -1410,20 +1510,25 @@ class SqliteStore final : public Store {
     return Status(StatusCode::kNotFound, std::string(noun) + " " + name + " not found");
   }
 
+  // `docs` names the table's statements (&Statements::scenarios or ::suites) on whichever
+  // connection serves the read.
   template <typename Record>
-  Result<Record> getDocument(DocumentStatements& st, std::string_view noun, const std::string& name,
-                             Result<Record> (*read)(const Query&)) {
-    std::lock_guard lock(mu_);
-    return readOne(st.get, name, read, "get " + std::string(noun) + " " + name,
-                   documentNotFound(noun, name));
+  Result<Record> getDocument(DocumentStatements Statements::*docs, std::string_view noun,
+                             const std::string& name, Result<Record> (*read_row)(const Query&)) {
+    return read([&](Statements& st) -> Result<Record> {
+      return readOne((st.*docs).get, name, read_row, "get " + std::string(noun) + " " + name,
+                     documentNotFound(noun, name));
+    });
   }
 
   template <typename Record>
-  Result<std::vector<Record>> listDocuments(DocumentStatements& st, std::string_view table,
-                                            Result<Record> (*read)(const Query&)) {
-    std::lock_guard lock(mu_);
-    Query q(st.list);
-    return readAll(q, read, "list " + std::string(table));
+  Result<std::vector<Record>> listDocuments(DocumentStatements Statements::*docs,
+                                            std::string_view table,
+                                            Result<Record> (*read_row)(const Query&)) {
+    return read([&](Statements& st) -> Result<std::vector<Record>> {
+      Query q((st.*docs).list);
+      return readAll(q, read_row, "list " + std::string(table));
+    });
   }
 
   Status putDocument(DocumentStatements& st, std::string_view noun, const std::string& name,
@@ -1615,11 +1720,23 @@ class SqliteStore final : public Store {
     return txn.commit();
   }
 
+  // A read: on a connection of the pool, or on the writer's under its lock when there is none.
+  template <typename F>
+  auto read(F&& f) -> decltype(f(std::declval<Statements&>())) {
+    if (readers_.empty()) {
+      std::lock_guard lock(mu_);
+      return f(st_);
+    }
+    return readers_.with(std::forward<F>(f));
+  }
+
+  // The writer: every write, and the reads that are part of one, under mu_.
   std::mutex mu_;
   // Declared before st_ so that the statements are finalized before the connection closes.
   DbHandle db_;
   WriteObserver observer_;
   Statements st_;
+  ReadPool readers_;  // declared last: closed before the writer, which then checkpoints the WAL
 };
 
 }  // namespace
@@ -1630,7 +1747,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, WriteObserve
   if (!db.isOk()) return db.status().withContext(what);
   FC_RETURN_IF_ERROR(migrate(db->get()).withContext(what));
   auto store = std::make_unique<SqliteStore>(std::move(db).value(), std::move(observer));
-  FC_RETURN_IF_ERROR(store->init().withContext(what));
+  FC_RETURN_IF_ERROR(store->init(path, kReadConnections).withContext(what));
   return std::unique_ptr<Store>(std::move(store));
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The SQLite store: scenarios, runs, their state transitions, events, samples and the fault
-// journal. One connection in WAL mode guarded by a mutex, so any thread may call; every write is a
-// transaction and samples go in by batch. Schema changes are numbered migrations
+// journal. WAL mode; writes go through one connection guarded by a mutex, reads through a small
+// pool of read-only connections that never wait for a commit; any thread may call. Every write is
+// a transaction and samples go in by batch. Schema changes are numbered migrations
 // (PRAGMA user_version). Errors carry the SQLite result code as origin.
 
 #include <cstdint>
