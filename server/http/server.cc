@@ -23,6 +23,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -165,6 +166,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void readBody();
   void onRead(beast::error_code ec, size_t bytes);
   void handleRequest(bhttp::request<bhttp::string_body>&& request);
+  // What answers a request: an event stream to start, or a response.
+  struct Answer {
+    std::shared_ptr<core::EventStream> events;
+    api::Response response;
+  };
+  Answer answer(const api::Request& request, bool get_or_head);
+  void deliver(Answer answer, unsigned version, bool keep_alive, bool head_only);
   void send(api::Response response, unsigned version, bool keep_alive, bool head_only, bool linger);
   void onWrite(bool keep_alive, bool linger, beast::error_code ec, size_t bytes);
   void finish();
@@ -173,11 +181,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void closeNow();
 
   // Event streams (text/event-stream).
-  void startEventStream(std::unique_ptr<core::EventStream> events, unsigned version);
+  void startEventStream(std::shared_ptr<core::EventStream> events, unsigned version);
   void watchForDisconnect();
   void armTimer(Clock::duration after, bool close_on_fire);
   void endEventStream();
   void tick();
+  void onNext(core::EventStream::Chunk chunk);
   void writeChunk(std::string text, bool last);
   void onChunkWritten(bool last, beast::error_code ec);
 
@@ -194,7 +203,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::string raw_reply_;
 
   net::steady_timer timer_;
-  std::unique_ptr<core::EventStream> events_;
+  // Shared with a next() running on the handler pool, so that closeNow() cannot free it under it.
+  std::shared_ptr<core::EventStream> events_;
   std::optional<bhttp::response<bhttp::empty_body>> stream_header_;
   std::optional<bhttp::response_serializer<bhttp::empty_body>> stream_serializer_;
   bool chunked_ = true;
@@ -212,7 +222,8 @@ class ServerImpl : public Server {
         streams_(std::move(streams)),
         ioc_(std::max(1, options.threads)),
         acceptor_(net::make_strand(ioc_)),
-        retry_timer_(acceptor_.get_executor()) {}
+        retry_timer_(acceptor_.get_executor()),
+        handlers_(static_cast<size_t>(std::max(1, options.handler_threads))) {}
 
   ~ServerImpl() override { stop(); }
 
@@ -336,6 +347,9 @@ class ServerImpl : public Server {
     });
     for (auto& session : sessions) session->cancel();
     sessions.clear();
+    // Handlers in progress finish and post their answers to closed sessions, which drop them;
+    // the I/O threads still run those posts.
+    handlers_.join();
     // Closed sockets and cancelled timers complete their handlers, which drops the last
     // references to the sessions (and their event streams) before the threads return.
     work_.reset();
@@ -346,6 +360,21 @@ class ServerImpl : public Server {
   }
 
   const ServerOptions& options() const { return options_; }
+
+  // Runs f on the handler pool: API handlers and event streams' reads, which may wait for the
+  // store, never hold an I/O thread.
+  template <typename F>
+  void offload(F&& f) {
+    net::post(handlers_, std::forward<F>(f));
+  }
+
+  // Paths answered on the I/O thread itself: cheap, and they must answer while every handler
+  // is busy.
+  bool answersInline(const std::string& target) const {
+    const std::string path = target.substr(0, target.find('?'));
+    return std::find(options_.inline_paths.begin(), options_.inline_paths.end(), path) !=
+           options_.inline_paths.end();
+  }
   bool stopping() {
     std::lock_guard<std::mutex> lock(mu_);
     return stopped_;
@@ -444,6 +473,9 @@ class ServerImpl : public Server {
   std::mutex mu_;
   bool stopped_ = false;
   std::map<SessionBase*, std::weak_ptr<SessionBase>> sessions_;
+  // Declared last, so destroyed first: work still queued holds sessions, whose destructors
+  // report to the members above.
+  net::thread_pool handlers_;
 };
 
 template <class Stream>
@@ -636,39 +668,66 @@ void Session<Stream>::handleRequest(bhttp::request<bhttp::string_body>&& request
   const auto peer = tcp().socket().remote_endpoint(peer_ec);
   if (!peer_ec) api_request.peer = peer.address().to_string();
 
+  const unsigned version = request.version();
+  const bool get_or_head = request.method() == bhttp::verb::get || head_only;
+  if (server_->answersInline(target)) {
+    return deliver(answer(api_request, get_or_head), version, keep_alive, head_only);
+  }
+  server_->offload([self = this->shared_from_this(), api_request = std::move(api_request), version,
+                    keep_alive, head_only, get_or_head]() mutable {
+    Answer out = self->answer(api_request, get_or_head);
+    net::post(self->stream_.get_executor(),
+              [self, out = std::move(out), version, keep_alive, head_only]() mutable {
+                self->deliver(std::move(out), version, keep_alive, head_only);
+              });
+  });
+}
+
+// On the handler pool (or inline): touches no session state, only the request and the server.
+template <class Stream>
+typename Session<Stream>::Answer Session<Stream>::answer(const api::Request& request,
+                                                         bool get_or_head) {
+  Answer out;
   api::Response refusal;
-  if (auto events = server_->openStream(api_request, &refusal)) {
-    if (!head_only) return startEventStream(std::move(events), request.version());
+  if (auto events = server_->openStream(request, &refusal)) {
+    out.events = std::move(events);
+    return out;
+  }
+  if (refusal.status != 0) {
+    out.response = std::move(refusal);
+    return out;
+  }
+  if (!server_->options().web_root.empty() && !isApiPath(request.target)) {
+    if (!get_or_head) {
+      out.response = api::errorBody(
+          405, "METHOD_NOT_ALLOWED",
+          "method " + request.method + " is not allowed on static files; allowed: GET, HEAD");
+      out.response.headers.emplace_back("Allow", "GET, HEAD");
+    } else if (auto file = readStaticFile(server_->options().web_root, request.target)) {
+      out.response.status = 200;
+      out.response.content_type = file->content_type;
+      out.response.body = std::move(file->body);
+    } else {
+      out.response = api::errorResponse(file.status());
+    }
+    return out;
+  }
+  out.response = server_->call(request);
+  return out;
+}
+
+// On the session's strand.
+template <class Stream>
+void Session<Stream>::deliver(Answer answer, unsigned version, bool keep_alive, bool head_only) {
+  if (closing_) return;  // the server stopped, or the client went, while the handler ran
+  if (answer.events) {
+    if (!head_only) return startEventStream(std::move(answer.events), version);
     api::Response head;
     head.content_type = "text/event-stream";
     head.headers.emplace_back("Cache-Control", "no-cache");
-    return send(std::move(head), request.version(), false, true, false);
+    return send(std::move(head), version, false, true, false);
   }
-  if (refusal.status != 0) {
-    return send(std::move(refusal), request.version(), keep_alive, head_only, false);
-  }
-
-  api::Response response;
-  if (!server_->options().web_root.empty() && !isApiPath(target)) {
-    if (request.method() != bhttp::verb::get && !head_only) {
-      response = api::errorBody(405, "METHOD_NOT_ALLOWED",
-                                "method " + std::string(request.method_string()) +
-                                    " is not allowed on static files; allowed: GET, HEAD");
-      response.headers.emplace_back("Allow", "GET, HEAD");
-    } else {
-      auto file = readStaticFile(server_->options().web_root, target);
-      if (file) {
-        response.status = 200;
-        response.content_type = file->content_type;
-        response.body = std::move(file->body);
-      } else {
-        response = api::errorResponse(file.status());
-      }
-    }
-  } else {
-    response = server_->call(api_request);
-  }
-  send(std::move(response), request.version(), keep_alive, head_only, false);
+  send(std::move(answer.response), version, keep_alive && !server_->stopping(), head_only, false);
 }
 
 template <class Stream>
@@ -762,7 +821,7 @@ void Session<Stream>::closeNow() {
 // the stream is done: clients (EventSource) reconnect on their own.
 
 template <class Stream>
-void Session<Stream>::startEventStream(std::unique_ptr<core::EventStream> events,
+void Session<Stream>::startEventStream(std::shared_ptr<core::EventStream> events,
                                        unsigned version) {
   events_ = std::move(events);
   chunked_ = version != 10;  // HTTP/1.0 has no chunks: the body ends when the connection does
@@ -811,17 +870,27 @@ void Session<Stream>::armTimer(Clock::duration after, bool close_on_fire) {
 template <class Stream>
 void Session<Stream>::tick() {
   if (closing_ || !events_) return;
-  core::EventStream::Chunk chunk;
-  try {
-    chunk = events_->next();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fabric-chaos http: event stream failed: %s\n", e.what());
-    chunk = {};
-    chunk.done = true;
-  } catch (...) {
-    chunk = {};
-    chunk.done = true;
-  }
+  server_->offload([self = this->shared_from_this(), events = events_] {
+    core::EventStream::Chunk chunk;
+    try {
+      chunk = events->next();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fabric-chaos http: event stream failed: %s\n", e.what());
+      chunk = {};
+      chunk.done = true;
+    } catch (...) {
+      chunk = {};
+      chunk.done = true;
+    }
+    net::post(self->stream_.get_executor(),
+              [self, chunk = std::move(chunk)]() mutable { self->onNext(std::move(chunk)); });
+  });
+}
+
+// On the strand, with what next() returned on the handler pool.
+template <class Stream>
+void Session<Stream>::onNext(core::EventStream::Chunk chunk) {
+  if (closing_ || !events_) return;
   const auto idle_half = idleTimeout() / 2;
   const Clock::duration keep_alive = std::min<Clock::duration>(
       kStreamKeepAlive, std::max<Clock::duration>(idle_half, std::chrono::milliseconds(1)));

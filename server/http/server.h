@@ -2,14 +2,17 @@
 // The HTTP transport (Boost.Beast, optionally TLS via OpenSSL): accepts connections, enforces
 // limits (body 1 MiB -> 413, header 16 KiB -> 431, connections -> 503, read/idle timeouts), turns
 // each request into an api::Request, writes event streams (text/event-stream) and serves static
-// dashboard files under "/". Runs its io_context on its own threads; start() fails with a Status
-// naming the address or the unusable certificate/key, returns once listening; stop() closes the
-// acceptor, every session and every event stream, and joins the threads.
+// dashboard files under "/". Runs its io_context on its own threads, and the API handlers and the
+// streams' reads on a pool beside them, so that a handler waiting for the store never holds a
+// socket's thread. start() fails with a Status naming the address or the unusable
+// certificate/key, returns once listening; stop() closes the acceptor, every session and every
+// event stream, and joins the threads.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/api/api.h"
@@ -18,8 +21,11 @@ namespace fabric_chaos::http {
 
 struct ServerOptions {
   std::string address = "127.0.0.1";
-  uint16_t port = 8080;  // 0 = pick a free port (tests)
-  int threads = 2;
+  uint16_t port = 8080;     // 0 = pick a free port (tests)
+  int threads = 2;          // I/O threads: sockets, TLS, parsing; never a handler
+  int handler_threads = 4;  // run the API handlers and the event streams' reads
+  // Answered on the I/O thread, not queued behind the handlers: liveness probes.
+  std::vector<std::string> inline_paths = {"/healthz"};
   size_t body_limit = 1 << 20;
   int read_timeout_ms = 30000;  // to read one request once it has started
   int idle_timeout_ms = 60000;  // keep-alive connection with no request in flight

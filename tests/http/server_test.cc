@@ -17,10 +17,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -511,6 +513,67 @@ TEST(ServerTest, ReadTimeoutClosesAStalledRequestOnAKeepAliveConnection) {
   const auto begin = std::chrono::steady_clock::now();
   EXPECT_TRUE(client.closedByPeer());
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+}
+
+// Handlers run on their own pool: with one I/O thread and two handlers stuck (as on a store
+// that does not answer), another API request and /healthz (answered on the I/O thread) still
+// get their answers, and the stuck ones theirs once they are released.
+TEST(ServerTest, StuckHandlersHoldNeitherTheSocketsNorTheOtherHandlers) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  std::atomic<int> stuck{0};
+  ServerOptions options;
+  options.threads = 1;
+  options.handler_threads = 3;
+  auto server = startServer(options, [&](const api::Request& request) {
+    if (request.target == "/v1/stuck") {
+      ++stuck;
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return released; });
+    }
+    return echoHandler(request);
+  });
+  ASSERT_NE(server, nullptr);
+  Client first(server->port());
+  Client second(server->port());
+  for (Client* client : {&first, &second}) {
+    ASSERT_FALSE(
+        client->send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/v1/stuck", 11}));
+  }
+  ASSERT_TRUE(eventually([&] { return stuck == 2; }));
+
+  Client other(server->port());
+  EXPECT_EQ(other.get("/v1/runs").result_int(), 200);
+  EXPECT_EQ(other.get("/healthz").result_int(), 200);
+  EXPECT_EQ(stuck, 2);  // both still stuck while those were answered
+  {
+    std::lock_guard lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  EXPECT_EQ(first.read().result_int(), 200);
+  EXPECT_EQ(second.read().result_int(), 200);
+}
+
+// A handler still running when the server stops: stop() waits for it, and its answer goes
+// nowhere (the connection is already closed) instead of to freed memory.
+TEST(ServerTest, StopWaitsForAHandlerInProgress) {
+  std::atomic<bool> entered{false};
+  std::atomic<bool> finished{false};
+  auto server = startServer({}, [&](const api::Request& request) {
+    entered = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    finished = true;
+    return echoHandler(request);
+  });
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/v1/runs", 11}));
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  server->stop();
+  EXPECT_TRUE(finished);
+  EXPECT_TRUE(client.closedByPeer());
 }
 
 TEST(ServerTest, RejectsAZeroConnectionLimit) {
