@@ -25,6 +25,7 @@
 
 #include "core/clock.h"
 #include "core/run_state.h"
+#include "store/group_commit.h"
 #include "store/schema.h"
 #include "store/statement.h"
 #include "store/store.h"
@@ -294,6 +295,7 @@ struct DocumentStatements {
 // Every statement the store uses, prepared once at open.
 struct Statements {
   Statement begin, commit, rollback;
+  Statement savepoint, release, rollback_to;  // one batch of a group commit
   Statement user_version;
 
   DocumentStatements scenarios;
@@ -353,6 +355,9 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.begin, "BEGIN IMMEDIATE"},
       {&s.commit, "COMMIT"},
       {&s.rollback, "ROLLBACK"},
+      {&s.savepoint, "SAVEPOINT batch"},
+      {&s.release, "RELEASE batch"},
+      {&s.rollback_to, "ROLLBACK TO batch"},
       {&s.user_version, "PRAGMA user_version"},
 
       {&s.insert_run,
@@ -923,18 +928,10 @@ class SqliteStore final : public Store {
   Status appendSamples(int64_t run_id, const std::vector<core::Sample>& samples) override {
     const auto timed = timeWrite("append_samples");
     if (samples.empty()) return Status::ok();
-    std::lock_guard lock(mu_);
-    const std::string what = "append samples to run " + std::to_string(run_id);
-    // One transaction per batch: one fsync instead of one per row, and a batch is stored whole
-    // or not at all, so a workload may simply resend a batch that failed.
-    Transaction txn = transaction();
-    FC_RETURN_IF_ERROR(txn.begin().withContext(what));
-    for (const core::Sample& s : samples) {
-      Status status = execWith(st_.insert_sample, run_id, s.rank, s.iteration, s.start_ms,
-                               s.duration_ms, s.bytes);
-      if (!status.isOk()) return mapRunForeignKey(status.withContext(what), run_id);
-    }
-    return txn.commit().withContext(what);
+    // Ranks flushing at the same time share one transaction (one fsync); each batch is still
+    // stored whole or not at all, so a workload may simply resend a batch that failed.
+    return sample_commits_.submit(SampleBatch{run_id, &samples},
+                                  [this](SampleCommits::Group& group) { commitSamples(group); });
   }
 
   Status appendTelemetry(int64_t run_id, const std::vector<core::TelemetryPoint>& points) override {
@@ -1696,6 +1693,46 @@ class SqliteStore final : public Store {
   };
   WriteTimer timeWrite(std::string_view operation) const { return {observer_, operation}; }
 
+  struct SampleBatch {
+    int64_t run_id;
+    const std::vector<core::Sample>* samples;
+  };
+  using SampleCommits = GroupCommit<SampleBatch>;
+
+  // One transaction for the group, one savepoint per batch: a batch that fails (its run gone)
+  // is rolled back alone and its caller told; a failed COMMIT fails every batch.
+  void commitSamples(SampleCommits::Group& group) {
+    std::lock_guard lock(mu_);
+    Transaction txn = transaction();
+    if (Status begun = txn.begin(); !begun.isOk()) {
+      for (auto* pending : group) pending->status = begun.withContext("append samples");
+      return;
+    }
+    for (auto* pending : group) pending->status = insertSampleBatch(*pending->batch);
+    Status committed = txn.commit();
+    if (!committed.isOk()) {
+      for (auto* pending : group) {
+        pending->status = committed.withContext("append samples to run " +
+                                                std::to_string(pending->batch->run_id));
+      }
+    }
+  }
+
+  Status insertSampleBatch(const SampleBatch& batch) {
+    const std::string what = "append samples to run " + std::to_string(batch.run_id);
+    FC_RETURN_IF_ERROR(execWith(st_.savepoint).withContext(what));
+    for (const core::Sample& s : *batch.samples) {
+      Status status = execWith(st_.insert_sample, batch.run_id, s.rank, s.iteration, s.start_ms,
+                               s.duration_ms, s.bytes);
+      if (!status.isOk()) {
+        (void)execWith(st_.rollback_to);
+        (void)execWith(st_.release);
+        return mapRunForeignKey(status.withContext(what), batch.run_id);
+      }
+    }
+    return execWith(st_.release).withContext(what);
+  }
+
   // Rows a prune deletes per transaction: short holds of the lock the ranks' samples wait on.
   static constexpr int kPruneBatch = 5000;
 
@@ -1736,6 +1773,7 @@ class SqliteStore final : public Store {
   DbHandle db_;
   WriteObserver observer_;
   Statements st_;
+  SampleCommits sample_commits_;
   ReadPool readers_;  // declared last: closed before the writer, which then checkpoints the WAL
 };
 
