@@ -1274,6 +1274,69 @@ describe('dashboard in chromium against serve --with-lab 2', { concurrency: 1 },
     await page.screenshot({ path: join(artifacts, 'compare-full.png'), fullPage: true });
   }, 150000);
 
+  step('long run: 300,000 samples plotted from their envelope, and the one stall still drawn', async () => {
+    const { page } = ctx;
+    // A copy of the UI run (same scenario, result and windows) holding 4 ranks x 75,000
+    // iterations over the UI run's sampled span, all of 3 ms but rank 1's iteration 37,500, a
+    // 700 ms stall: written into serve's database with the sqlite3 CLI.
+    const perRank = 75000;
+    const span = JSON.parse(sqlite(`SELECT json_array(MIN(start_ms), MAX(start_ms)) FROM samples WHERE run_id = ${ctx.runUi}`));
+    const step = (span[1] - span[0]) / perRank;
+    const id = Number(sqlite(`INSERT INTO runs (scenario_name, scenario, fabric, state, created_ms, started_ms, finished_ms, score, result, attributes, error)
+      SELECT scenario_name, scenario, fabric, state, created_ms, started_ms, finished_ms, score, result, attributes, error FROM runs WHERE id = ${ctx.runUi};
+      SELECT last_insert_rowid();`));
+    sqlite(`INSERT INTO run_transitions (run_id, state, wall_ms) SELECT ${id}, state, wall_ms FROM run_transitions WHERE run_id = ${ctx.runUi};
+      INSERT INTO events (run_id, t_ms, wall_ms, kind, detail) SELECT ${id}, t_ms, wall_ms, kind, detail FROM events WHERE run_id = ${ctx.runUi};
+      WITH RECURSIVE it(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM it WHERE i < ${perRank - 1}),
+        rk(r) AS (VALUES (0), (1), (2), (3))
+      INSERT INTO samples (run_id, rank, iteration, start_ms, duration_ms, bytes)
+        SELECT ${id}, r, i, ${span[0]} + i * ${step}, CASE WHEN r = 1 AND i = ${perRank / 2} THEN 700 ELSE 3 END, 1048576
+        FROM it, rk ORDER BY i, r;`);
+    assert.equal(Number(sqlite(`SELECT COUNT(*) FROM samples WHERE run_id = ${id}`)), 4 * perRank);
+
+    const readsBefore = ctx.requests.length;
+    const envelope = page.waitForResponse((r) => r.url().includes(`/v1/runs/${id}/samples?max_points=`));
+    const started = Date.now();
+    await page.goto(`${ctx.base}#/runs/${id}`);
+    const served = await (await envelope).json();
+    await page.waitForSelector(`${tid('busbw-plot')} canvas`);
+    await page.waitForFunction((sel) => document.querySelectorAll(sel).length >= 5, `${tid('busbw-plot')} .u-legend .u-series`);
+    const drawnAfter = Date.now() - started;
+    const reads = ctx.requests.slice(readsBefore).filter((u) => u.includes(`/v1/runs/${id}/samples`));
+    console.log(`# long run ${id}: ${4 * perRank} samples stored, ${served.samples.length} served for the plot ` +
+      `(${reads.length} read(s): ${reads.map((u) => u.slice(u.indexOf('/samples'))).join(', ')}), plot drawn ${drawnAfter} ms after navigation`);
+    assert.ok(reads.every((u) => /max_points=\d+/.test(u)), `the page read raw samples: ${reads}`);
+    assert.ok(served.samples.length <= 4 * 4000, `${served.samples.length} samples served for a plot`);
+    assert.ok(served.samples.some((x) => x.rank === 1 && x.duration_ms === 700), 'the stall is not in what the plot got');
+
+    // On the canvas: every rank's line is flat at the top but for the stall, rank 1's drop to
+    // about zero. So pixels in rank 1's colour in the lowest quarter of the plot area, and none
+    // of the other ranks'.
+    const low = await page.evaluate(({ sel, overSel, rgbs }) => {
+      const canvas = document.querySelector(sel);
+      const rect = canvas.getBoundingClientRect();
+      const over = document.querySelector(overSel).getBoundingClientRect();
+      const scale = canvas.width / rect.width;
+      const y0 = Math.round((over.top + 0.75 * over.height - rect.top) * scale);
+      const y1 = Math.round((over.bottom - rect.top) * scale);
+      const x0 = Math.round((over.left - rect.left) * scale);
+      const x1 = Math.round((over.right - rect.left) * scale);
+      const { data } = canvas.getContext('2d').getImageData(x0, y0, x1 - x0, y1 - y0);
+      const counts = rgbs.map(() => 0);
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] < 128) continue;
+        rgbs.forEach(([r, g, b], k) => {
+          if (Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) < 60) counts[k]++;
+        });
+      }
+      return counts;
+    }, { sel: `${tid('busbw-plot')} canvas`, overSel: `${tid('busbw-plot')} .u-over`, rgbs: kRankColors.map(hexToRgb) });
+    console.log(`# long run ${id}: rank-coloured pixels in the plot's lowest quarter ${JSON.stringify(low)}`);
+    assert.ok(low[1] >= 5, `rank 1's stall is not drawn down to the bottom: ${JSON.stringify(low)}`);
+    assert.ok(low[0] + low[2] + low[3] <= 2, `other ranks drawn low: ${JSON.stringify(low)}`);
+    await checkPage('long-run');
+  }, 150000);
+
   step('viewer token: no start, save, new-scenario or abort controls', async () => {
     const { page } = ctx;
     const created = await api('POST', '/v1/tokens', { name: 'browser-viewer', role: 'viewer' });
