@@ -164,6 +164,11 @@ CREATE INDEX telemetry_by_run ON telemetry(run_id, source, metric, t_ms);
 CREATE INDEX samples_by_run_seq ON samples(run_id);
 CREATE INDEX events_by_run_seq ON events(run_id);
 )sql",
+      // 5: GET /v1/runs?fabric= (issue 15) reads a fabric's newest runs through an index
+      // instead of every run.
+      R"sql(
+CREATE INDEX runs_by_fabric ON runs(fabric, id);
+)sql",
   };
   return migrations;
 }

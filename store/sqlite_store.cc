@@ -140,6 +140,8 @@ struct Statements {
       set_run_attributes, finish_run, get_run, list_transitions, list_unfinished;
   // listRuns: one statement per filter combination, so each can use its index.
   Statement list_runs_all, list_runs_by_scenario, list_runs_by_state, list_runs_by_both;
+  // With a fabric: through runs_by_fabric, the other filters optional (NULL: any).
+  Statement list_runs_by_fabric;
   Statement count_runs_by_state, last_scores;
 
   Statement insert_sample, list_samples, insert_event, list_events;
@@ -221,6 +223,9 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.list_runs_by_state, run_select + "WHERE state = ?2 ORDER BY id DESC LIMIT ?1"},
       {&s.list_runs_by_both,
        run_select + "WHERE scenario_name = ?2 AND state = ?3 ORDER BY id DESC LIMIT ?1"},
+      {&s.list_runs_by_fabric, run_select +
+                                   "WHERE fabric = ?2 AND (?3 IS NULL OR scenario_name = ?3) "
+                                   "AND (?4 IS NULL OR state = ?4) ORDER BY id DESC LIMIT ?1"},
       {&s.count_runs_by_state, "SELECT state, COUNT(*) FROM runs GROUP BY state ORDER BY state"},
       // SQLite's bare-column rule: with MAX(id), the other columns come from that row.
       {&s.last_scores,
@@ -657,6 +662,13 @@ class SqliteStore final : public Store {
                     "run list limit must be positive, got " + std::to_string(filter.limit));
     }
     return read([&](Statements& st) -> Result<std::vector<RunRecord>> {
+      if (!filter.fabric.empty()) {
+        Query q(st.list_runs_by_fabric);
+        q.bind(1, filter.limit).bind(2, filter.fabric);
+        if (!filter.scenario.empty()) q.bind(3, filter.scenario);
+        if (!filter.state.empty()) q.bind(4, filter.state);
+        return readAll(q, readRun, "list runs of fabric " + filter.fabric);
+      }
       Statement* stmt = &st.list_runs_all;
       if (!filter.scenario.empty() && !filter.state.empty()) {
         stmt = &st.list_runs_by_both;

@@ -48,6 +48,7 @@ struct RunRecord {
 struct RunFilter {
   std::string scenario;  // "" = any
   std::string state;     // "" = any
+  std::string fabric;    // "" = any
   int limit = 100;
 };
 

@@ -110,7 +110,7 @@ TEST(StoreMigrationTest, UpgradesAVersion1DatabaseKeepingItsRows) {
 
   auto store = openOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schemaVersion(), 4);
+  EXPECT_EQ(store->schemaVersion(), 5);
 
   auto scenario = store->getScenario("flap");
   ASSERT_TRUE(scenario.isOk()) << scenario.status().toString();
@@ -132,14 +132,14 @@ TEST(StoreMigrationTest, UpgradesAVersion1DatabaseKeepingItsRows) {
   EXPECT_TRUE(store->createToken("admin", Role::kAdmin, "h1").isOk());
 
   RawDb raw(path);
-  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "4");
+  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "5");
   test_support::expectTables(
       raw, {"suites", "suite_runs", "suite_run_runs", "schedules", "tokens", "audit", "telemetry"});
   // Reopening an up-to-date database applies nothing twice.
   store.reset();
   store = openOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schemaVersion(), 4);
+  EXPECT_EQ(store->schemaVersion(), 5);
   EXPECT_EQ(store->listTokens()->size(), 1u);
 }
 

@@ -123,6 +123,41 @@ TEST_F(StoreCursorTest, TheCursorReadsUseTheirIndex) {
             std::string::npos);
 }
 
+// GET /v1/runs?fabric=: the newest runs of that fabric, `limit` counting only them, through
+// runs_by_fabric rather than a scan of every run.
+TEST_F(StoreCursorTest, RunsOfOneFabricComeNewestFirstThroughTheirIndex) {
+  std::vector<int64_t> lab_runs;
+  for (int i = 0; i < 30; ++i) {
+    const std::string fabric = i % 10 == 3 ? "vm-lab" : "netns";
+    auto id = store_->createRun(i % 2 ? "link-flap" : "loss", json{{"name", "x"}}, fabric);
+    ASSERT_TRUE(id.isOk());
+    if (fabric == "vm-lab") lab_runs.push_back(*id);
+  }
+  RunFilter filter;
+  filter.fabric = "vm-lab";
+  filter.limit = 2;
+  auto runs = store_->listRuns(filter);
+  ASSERT_TRUE(runs.isOk()) << runs.status().toString();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].id, lab_runs[2]);
+  EXPECT_EQ((*runs)[1].id, lab_runs[1]);
+  filter.limit = 100;
+  filter.scenario = "link-flap";  // runs 3, 13, 23 (0-based i): all odd, all link-flap
+  EXPECT_EQ(store_->listRuns(filter)->size(), 3u);
+  filter.scenario = "loss";
+  EXPECT_TRUE(store_->listRuns(filter)->empty());
+  filter.scenario.clear();
+  filter.fabric = "no-such-fabric";
+  EXPECT_TRUE(store_->listRuns(filter)->empty());
+
+  RawDb raw(path_);
+  const std::string plan = raw.queryPlan(
+      "SELECT id FROM runs WHERE fabric = 'vm-lab' AND (NULL IS NULL OR scenario_name = NULL) "
+      "AND (NULL IS NULL OR state = NULL) ORDER BY id DESC LIMIT 2");
+  EXPECT_NE(plan.find("INDEX runs_by_fabric (fabric=?)"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("TEMP B-TREE"), std::string::npos) << plan;
+}
+
 // 2 ranks x 1000 iterations of 1 ms, except rank 1's stall (iteration 500: 480 ms) and one fast
 // iteration (rank 0's 250: 0.25 ms). 10 buckets keep at most 20 samples per rank, and both.
 TEST_F(StoreCursorTest, TheEnvelopeKeepsEachBucketsFastestAndSlowestSoAStallSurvives) {

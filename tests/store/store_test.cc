@@ -45,7 +45,7 @@ class StoreTest : public ::testing::Test {
 };
 
 TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
-  EXPECT_EQ(store_->schemaVersion(), 4);
+  EXPECT_EQ(store_->schemaVersion(), 5);
   ASSERT_TRUE(store_->putScenario("flap", json{{"steps", 3}}, false).isOk());
   int64_t run = newRun("flap");
   ASSERT_TRUE(store_->appendSamples(run, {{0, 1, 10.0, 2.5, 1024}}).isOk());
@@ -53,7 +53,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 
   store_ = openOrDie(path_);
   ASSERT_NE(store_, nullptr);
-  EXPECT_EQ(store_->schemaVersion(), 4);
+  EXPECT_EQ(store_->schemaVersion(), 5);
   auto scenario = store_->getScenario("flap");
   ASSERT_TRUE(scenario.isOk()) << scenario.status().toString();
   EXPECT_EQ(scenario->document, (json{{"steps", 3}}));
@@ -69,7 +69,7 @@ TEST_F(StoreTest, MigratesOnceAndKeepsDataAcrossReopen) {
 TEST_F(StoreTest, FileIsInWalModeWithTheSchemaInPlace) {
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "4");
+  EXPECT_EQ(raw.scalar("PRAGMA user_version"), "5");
   test_support::expectTables(
       raw, {"scenarios", "runs", "run_transitions", "events", "samples", "journal"});
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' "
@@ -92,7 +92,7 @@ TEST_F(StoreTest, RefusesASchemaNewerThanTheBinary) {
 TEST(StoreMemoryTest, OpensInMemory) {
   auto store = Store::open(":memory:");
   ASSERT_TRUE(store.isOk()) << store.status().toString();
-  EXPECT_EQ((*store)->schemaVersion(), 4);
+  EXPECT_EQ((*store)->schemaVersion(), 5);
 }
 
 TEST_F(StoreTest, ScenariosCrudAndBuiltinProtection) {
