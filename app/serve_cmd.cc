@@ -326,6 +326,7 @@ int serveMain(int argc, char** argv) {
     }
   }
   http_options.web_root = web_root;
+  http_options.is_bulk = api::isBulkRead;
   http_options.tls_cert_file = flags.getOr("tls-cert", "");
   http_options.tls_key_file = flags.getOr("tls-key", "");
   if (http_options.tls_cert_file.empty() != http_options.tls_key_file.empty()) {

@@ -510,9 +510,10 @@ SampleRow sampleRowFrom(const Query& q) {
   return row;
 }
 
-// Read connections beside the writer: as many as reads may run at once (serve's API handlers,
-// streams, the engine) before one waits for another.
-constexpr int kReadConnections = 4;
+// Read connections beside the writer: as many as reads may run at once before one waits for
+// another. serve's 4 API handlers and 2 bulk readers (server/http/server.h) each hold at most
+// one at a time, and the engine's threads read too.
+constexpr int kReadConnections = 8;
 
 // A read-only connection of the pool with its own statements; one thread uses it at a time.
 struct ReadConnection {

@@ -304,6 +304,16 @@ std::vector<RouteInfo> routeTable() {
   return table;
 }
 
+bool isBulkRead(const Request& request) {
+  if (request.method != "GET") return false;
+  auto target = parseTarget(request.target);
+  if (!target) return false;
+  const std::vector<std::string>& segments = target->segments;
+  if (segments.size() != 4 || segments[0] != "v1" || segments[1] != "runs") return false;
+  const std::string& what = segments[3];
+  return what == "samples" || what == "events" || what == "telemetry" || what == "stream";
+}
+
 std::string routeOf(const std::string& target) {
   auto parsed = parseTarget(target);
   if (!parsed) return "unmatched";

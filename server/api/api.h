@@ -68,6 +68,9 @@ std::vector<RouteInfo> routeTable();
 // The pattern of the route that serves `target` ("/v1/runs/:id" for "/v1/runs/7?x=1"), or
 // "unmatched": a label of bounded cardinality for request metrics.
 std::string routeOf(const std::string& target);
+// Whether a request is a bulk read: a run's samples, events, telemetry or stream, which may carry
+// megabytes. The transport runs those on their own low-priority threads (http::ServerOptions).
+bool isBulkRead(const Request& request);
 
 class Api {
  public:

@@ -23,7 +23,6 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -47,6 +46,7 @@
 
 #include "server/api/util.h"
 #include "server/http/static_files.h"
+#include "server/http/worker_pool.h"
 
 namespace fabric_chaos::http {
 namespace {
@@ -223,7 +223,10 @@ class ServerImpl : public Server {
         ioc_(std::max(1, options.threads)),
         acceptor_(net::make_strand(ioc_)),
         retry_timer_(acceptor_.get_executor()),
-        handlers_(static_cast<size_t>(std::max(1, options.handler_threads))) {}
+        handlers_(std::max(1, options.handler_threads), WorkerPool::Priority::kNormal),
+        bulk_handlers_(std::max(1, options.bulk_threads), options.bulk_idle_priority
+                                                              ? WorkerPool::Priority::kIdle
+                                                              : WorkerPool::Priority::kNormal) {}
 
   ~ServerImpl() override { stop(); }
 
@@ -350,6 +353,7 @@ class ServerImpl : public Server {
     // Handlers in progress finish and post their answers to closed sessions, which drop them;
     // the I/O threads still run those posts.
     handlers_.join();
+    bulk_handlers_.join();
     // Closed sockets and cancelled timers complete their handlers, which drops the last
     // references to the sessions (and their event streams) before the threads return.
     work_.reset();
@@ -361,11 +365,16 @@ class ServerImpl : public Server {
 
   const ServerOptions& options() const { return options_; }
 
-  // Runs f on the handler pool: API handlers and event streams' reads, which may wait for the
-  // store, never hold an I/O thread.
+  // Runs f on a handler pool: API handlers and event streams' reads, which may wait for the
+  // store, never hold an I/O thread. Bulk reads (ServerOptions::is_bulk, and every stream's
+  // next()) go to their own pool, at a lower priority, so that they neither delay the other
+  // requests nor take the CPU from the workload.
   template <typename F>
-  void offload(F&& f) {
-    net::post(handlers_, std::forward<F>(f));
+  void offload(bool bulk, F&& f) {
+    (bulk ? bulk_handlers_ : handlers_).post(std::forward<F>(f));
+  }
+  bool isBulk(const api::Request& request) const {
+    return options_.is_bulk && options_.is_bulk(request);
   }
 
   // Paths answered on the I/O thread itself: cheap, and they must answer while every handler
@@ -475,7 +484,8 @@ class ServerImpl : public Server {
   std::map<SessionBase*, std::weak_ptr<SessionBase>> sessions_;
   // Declared last, so destroyed first: work still queued holds sessions, whose destructors
   // report to the members above.
-  net::thread_pool handlers_;
+  WorkerPool handlers_;
+  WorkerPool bulk_handlers_;
 };
 
 template <class Stream>
@@ -673,8 +683,9 @@ void Session<Stream>::handleRequest(bhttp::request<bhttp::string_body>&& request
   if (server_->answersInline(target)) {
     return deliver(answer(api_request, get_or_head), version, keep_alive, head_only);
   }
-  server_->offload([self = this->shared_from_this(), api_request = std::move(api_request), version,
-                    keep_alive, head_only, get_or_head]() mutable {
+  const bool bulk = server_->isBulk(api_request);
+  server_->offload(bulk, [self = this->shared_from_this(), api_request = std::move(api_request),
+                          version, keep_alive, head_only, get_or_head]() mutable {
     Answer out = self->answer(api_request, get_or_head);
     net::post(self->stream_.get_executor(),
               [self, out = std::move(out), version, keep_alive, head_only]() mutable {
@@ -870,7 +881,7 @@ void Session<Stream>::armTimer(Clock::duration after, bool close_on_fire) {
 template <class Stream>
 void Session<Stream>::tick() {
   if (closing_ || !events_) return;
-  server_->offload([self = this->shared_from_this(), events = events_] {
+  server_->offload(true, [self = this->shared_from_this(), events = events_] {
     core::EventStream::Chunk chunk;
     try {
       chunk = events->next();

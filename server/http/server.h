@@ -23,7 +23,13 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 8080;     // 0 = pick a free port (tests)
   int threads = 2;          // I/O threads: sockets, TLS, parsing; never a handler
-  int handler_threads = 4;  // run the API handlers and the event streams' reads
+  int handler_threads = 4;  // run the API handlers
+  // Bulk reads (a run's samples, a stream's next page): their own threads, under SCHED_IDLE when
+  // bulk_idle_priority, so that however many readers pull them, the other requests and the
+  // workload keep their CPU.
+  int bulk_threads = 2;
+  bool bulk_idle_priority = true;
+  std::function<bool(const api::Request&)> is_bulk;  // null: nothing but streams is bulk
   // Answered on the I/O thread, not queued behind the handlers: liveness probes.
   std::vector<std::string> inline_paths = {"/healthz"};
   size_t body_limit = 1 << 20;

@@ -217,6 +217,26 @@ TEST_F(ApiTest, EveryAnsweredRequestIsObservedUnderItsRoutePattern) {
   }
 }
 
+// What the transport sends to its low-priority bulk threads: a run's samples, events,
+// telemetry and stream, read with GET; not the run itself, nor a write.
+TEST(IsBulkRead, ARunsSeriesAndStreamButNotTheRunOrAWrite) {
+  const auto bulk = [](const std::string& method, const std::string& target) {
+    Request request;
+    request.method = method;
+    request.target = target;
+    return isBulkRead(request);
+  };
+  for (const char* what : {"samples?after=3", "events", "telemetry", "stream?access_token=x"}) {
+    EXPECT_TRUE(bulk("GET", std::string("/v1/runs/7/") + what)) << what;
+  }
+  EXPECT_FALSE(bulk("GET", "/v1/runs/7"));
+  EXPECT_FALSE(bulk("GET", "/v1/runs"));
+  EXPECT_FALSE(bulk("POST", "/v1/runs/7/abort"));
+  EXPECT_FALSE(bulk("POST", "/v1/runs/7/samples"));
+  EXPECT_FALSE(bulk("GET", "/healthz"));
+  EXPECT_FALSE(bulk("GET", "%zz"));
+}
+
 TEST(RouteOf, NamesThePatternNotThePath) {
   EXPECT_EQ(routeOf("/v1/runs/7/samples?after=3"), "/v1/runs/:id/samples");
   EXPECT_EQ(routeOf("/v1/scenarios/validate"), "/v1/scenarios/validate");

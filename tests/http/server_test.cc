@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -16,6 +19,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -554,6 +558,51 @@ TEST(ServerTest, StuckHandlersHoldNeitherTheSocketsNorTheOtherHandlers) {
   cv.notify_all();
   EXPECT_EQ(first.read().result_int(), 200);
   EXPECT_EQ(second.read().result_int(), 200);
+}
+
+// Bulk reads run on their own threads under SCHED_IDLE, other handlers under the process's
+// policy: each handler answers with the policy of the thread it ran on (sched_getscheduler on
+// its own thread id). A stuck bulk read leaves the other handlers free.
+TEST(ServerTest, BulkReadsRunOnTheirOwnLowPriorityThreads) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  std::atomic<int> stuck{0};
+  ServerOptions options;
+  options.bulk_threads = 1;
+  options.is_bulk = [](const api::Request& request) {
+    return request.target.rfind("/v1/bulk", 0) == 0;
+  };
+  auto server = startServer(options, [&](const api::Request& request) {
+    if (request.target == "/v1/bulk/stuck") {
+      ++stuck;
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return released; });
+    }
+    const int policy = ::sched_getscheduler(static_cast<pid_t>(::syscall(SYS_gettid)));
+    api::Response response;
+    response.status = 200;
+    response.body = std::to_string(policy);
+    return response;
+  });
+  ASSERT_NE(server, nullptr);
+  const int process_policy = ::sched_getscheduler(0);
+  ASSERT_NE(process_policy, SCHED_IDLE);
+  Client client(server->port());
+  EXPECT_EQ(client.get("/v1/bulk/read").body(), std::to_string(SCHED_IDLE));
+  EXPECT_EQ(client.get("/v1/runs").body(), std::to_string(process_policy));
+
+  Client stuck_client(server->port());
+  ASSERT_FALSE(stuck_client.send(
+      bhttp::request<bhttp::string_body>{bhttp::verb::get, "/v1/bulk/stuck", 11}));
+  ASSERT_TRUE(eventually([&] { return stuck == 1; }));
+  EXPECT_EQ(client.get("/v1/runs").result_int(), 200);  // the only bulk thread is stuck
+  {
+    std::lock_guard lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  EXPECT_EQ(stuck_client.read().result_int(), 200);
 }
 
 // A handler still running when the server stops: stop() waits for it, and its answer goes
