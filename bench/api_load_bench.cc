@@ -60,12 +60,15 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_proc.h"
 #include "bench/bench_shell.h"
 #include "core/sample.h"
 #include "store/store.h"
 
 namespace {
 
+using fabric_chaos::bench::cpuSecondsOf;
+using fabric_chaos::bench::readFile;
 using fabric_chaos::bench::shell;
 using fabric_chaos::core::Sample;
 using fabric_chaos::store::Store;
@@ -128,13 +131,6 @@ double percentile(std::vector<double> values, double p) {
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // user + system CPU seconds: this process (every thread), and another by pid (its threads, not its
 // children: serve's ranks are not counted).
 double ownCpuSeconds() {
@@ -142,21 +138,6 @@ double ownCpuSeconds() {
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-// A process's user + system CPU seconds (its threads), and with `children` also what its reaped
-// children used (cutime, cstime).
-double cpuSecondsOf(pid_t pid, bool children = false) {
-  const std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; fields >> field && i <= 17; ++i) {
-    if (i == 14 || i == 15 || (children && (i == 16 || i == 17))) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 // serve and everything under it (the ranks, the guardian): the live processes' CPU and what they

@@ -39,10 +39,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_proc.h"
 #include "bench/bench_shell.h"
 
 namespace {
 
+using fabric_chaos::bench::cpuSecondsOf;
+using fabric_chaos::bench::readFile;
 using fabric_chaos::bench::shell;
 using nlohmann::json;
 
@@ -52,13 +55,6 @@ int64_t monotonicNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // Starts `command` in the background with its output in `log`; its pid.
@@ -93,21 +89,6 @@ json httpJson(int port, const std::string& method, const std::string& target,
   if (!body_file.empty())
     command += " -H 'Content-Type: application/json' --data-binary @" + body_file;
   return json::parse(shell(command), nullptr, false);
-}
-
-// user + system CPU seconds of a process so far.
-double cpuSeconds(pid_t pid) {
-  const std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; fields >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
-    if (i == 15) break;
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // A /proc/PID/status field's number ("VmHWM:   12345 kB" -> 12345).
@@ -264,8 +245,8 @@ Result measure(int agents, int64_t lease_ms) {
            {"params", {{"down_ms", kDownMs}}}}}},
         {"recovery_ms", 2000}}}};
   std::ofstream(dir + "/request.json") << request.dump();
-  const double cpu_before = cpuSeconds(serve);
-  const double sim_cpu_before = cpuSeconds(sim);
+  const double cpu_before = cpuSecondsOf(serve);
+  const double sim_cpu_before = cpuSecondsOf(sim);
   const int64_t submitted_ns = monotonicNs();
   const json created = httpJson(port, "POST", "/v1/runs", dir + "/request.json");
   if (!created.contains("id")) {
@@ -285,8 +266,8 @@ Result measure(int agents, int64_t lease_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   result.run_wall_s = static_cast<double>(monotonicNs() - submitted_ns) / 1e9;
-  result.serve_cpu_s = cpuSeconds(serve) - cpu_before;
-  result.sim_cpu_s = cpuSeconds(sim) - sim_cpu_before;
+  result.serve_cpu_s = cpuSecondsOf(serve) - cpu_before;
+  result.sim_cpu_s = cpuSecondsOf(sim) - sim_cpu_before;
   result.serve_hwm_kb = statusField(serve, "VmHWM");
   result.serve_threads = statusField(serve, "Threads");
   result.submit_to_start_ms = static_cast<double>(started_ns - submitted_ns) / 1e6;
