@@ -135,8 +135,8 @@ Result<DbHandle> openWriteConnection(const std::string& path) {
   return db;
 }
 
-// A read-only connection to the file the writer opened: the pool's (ReadPool). Same busy timeout;
-// no pragmas to set, WAL being a property of the file.
+// A read-only connection to the file the writer opened: the pool's (ConnectionPool). Same busy
+// timeout; no pragmas to set, WAL being a property of the file.
 Result<DbHandle> openReadConnection(const std::string& file) {
   sqlite3* raw = nullptr;
   const int rc =

@@ -47,7 +47,8 @@ using internal::Transaction;
 
 constexpr std::string_view kQueued = "queued";
 constexpr std::string_view kInterrupted = "interrupted";
-// Bound as parameters ?1..?5 of kListUnfinished, so this array is the one definition.
+// Bound as parameters ?1..?5 of list_unfinished and prunable_runs, so this array is the one
+// definition.
 constexpr std::array<std::string_view, 5> kFinalStates = {"passed", "failed", "aborted",
                                                           kInterrupted, "error"};
 
@@ -262,14 +263,13 @@ Status prepareAll(sqlite3* db, Statements& s) {
       {&s.event_rows,
        "SELECT rowid, run_id, t_ms, wall_ms, kind, detail FROM events "
        "WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"},
-      // Retention. Final states are those of core/run_state.h.
+      // Retention. ?1..?5 are the final states (bindFinalStates).
       {&s.prunable_runs,
-       "SELECT id FROM runs WHERE finished_ms > 0 "
-       "AND state IN ('passed', 'failed', 'aborted', 'interrupted', 'error') "
+       "SELECT id FROM runs WHERE finished_ms > 0 AND state IN (?1, ?2, ?3, ?4, ?5) "
        "AND json_extract(attributes, '$.retention') IS NULL "
-       "AND ((?1 > 0 AND finished_ms < ?1) OR (?2 >= 0 AND id NOT IN (SELECT id FROM runs "
-       "WHERE finished_ms > 0 AND state IN ('passed', 'failed', 'aborted', 'interrupted', 'error') "
-       "ORDER BY finished_ms DESC, id DESC LIMIT ?2))) "
+       "AND ((?6 > 0 AND finished_ms < ?6) OR (?7 >= 0 AND id NOT IN (SELECT id FROM runs "
+       "WHERE finished_ms > 0 AND state IN (?1, ?2, ?3, ?4, ?5) "
+       "ORDER BY finished_ms DESC, id DESC LIMIT ?7))) "
        "ORDER BY finished_ms, id"},
       {&s.count_run_samples, "SELECT COUNT(*) FROM samples WHERE run_id = ?1"},
       {&s.count_run_telemetry, "SELECT COUNT(*) FROM telemetry WHERE run_id = ?1"},
@@ -873,7 +873,8 @@ class SqliteStore final : public Store {
   Result<std::vector<int64_t>> prunableRuns(int64_t finished_before_ms, int keep_newest) override {
     std::lock_guard lock(mu_);
     Query q(st_.prunable_runs);
-    q.bind(1, finished_before_ms).bind(2, int64_t{keep_newest});
+    bindFinalStates(q);
+    q.bind(6, finished_before_ms).bind(7, int64_t{keep_newest});
     std::vector<int64_t> out;
     while (q.next()) out.push_back(q.int64(0));
     FC_RETURN_IF_ERROR(q.status().withContext("list the runs retention may prune"));
