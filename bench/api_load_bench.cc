@@ -1093,25 +1093,33 @@ RunFigures figuresOf(const json& run) {
   return f;
 }
 
+// Every sample of run `run` stored after seq `after`, page by page (after / next_after), to
+// `each`; the last seq seen (`after` when there was none).
+int64_t forEachSample(int port, int64_t run, int64_t after,
+                      const std::function<void(const json& sample)>& each) {
+  for (;;) {
+    checkInterrupted();
+    const json page =
+        requestJson(port, "GET",
+                    "/v1/runs/" + std::to_string(run) + "/samples?after=" + std::to_string(after) +
+                        "&limit=" + std::to_string(kSamplePage));
+    for (const json& sample : page.at("samples")) {
+      after = sample.at("seq").get<int64_t>();
+      each(sample);
+    }
+    if (page.value("next_after", json()).is_null()) return after;
+  }
+}
+
 // Reads every sample of a run page by page (after / next_after) and finds the most completed
 // in any 1-s window of the samples' clock, all ranks together.
 void measurePeakRate(int port, RunFigures* run) {
   std::map<int64_t, int64_t> per_second;
-  json after = nullptr;
-  for (;;) {
-    checkInterrupted();
-    std::string target =
-        "/v1/runs/" + std::to_string(run->id) + "/samples?limit=" + std::to_string(kSamplePage);
-    if (!after.is_null()) target += "&after=" + std::to_string(after.get<int64_t>());
-    const json page = requestJson(port, "GET", target);
-    for (const json& s : page.at("samples")) {
-      const double end_ms = s.at("start_ms").get<double>() + s.at("duration_ms").get<double>();
-      ++per_second[static_cast<int64_t>(std::floor(end_ms / 1000))];
-      ++run->samples;
-    }
-    after = page.value("next_after", json());
-    if (after.is_null()) break;
-  }
+  forEachSample(port, run->id, 0, [&](const json& s) {
+    const double end_ms = s.at("start_ms").get<double>() + s.at("duration_ms").get<double>();
+    ++per_second[static_cast<int64_t>(std::floor(end_ms / 1000))];
+    ++run->samples;
+  });
   for (const auto& [second, count] : per_second) {
     run->peak_samples_per_s = std::max(run->peak_samples_per_s, static_cast<double>(count));
   }
@@ -1238,14 +1246,8 @@ class SeqCursor {
  public:
   SeqCursor(int port, int64_t run) : port_(port), run_(run) {}
   int64_t advance() {
-    for (;;) {
-      const json page = requestJson(port_, "GET",
-                                    "/v1/runs/" + std::to_string(run_) +
-                                        "/samples?after=" + std::to_string(seq_) +
-                                        "&limit=" + std::to_string(kSamplePage));
-      for (const json& sample : page.at("samples")) seq_ = sample.at("seq").get<int64_t>();
-      if (page.value("next_after", json()).is_null()) return seq_;
-    }
+    seq_ = forEachSample(port_, run_, seq_, [](const json&) {});
+    return seq_;
   }
 
  private:
@@ -1272,18 +1274,9 @@ struct Alternation {
 // of the run (the first quarter of each window's left out).
 Alternation compareWindows(int port, int64_t run, const std::vector<WatchWindow>& windows) {
   std::vector<std::pair<int64_t, double>> samples;  // seq, busbw
-  int64_t after = 0;
-  for (;;) {
-    const json page =
-        requestJson(port, "GET",
-                    "/v1/runs/" + std::to_string(run) + "/samples?after=" + std::to_string(after) +
-                        "&limit=" + std::to_string(kSamplePage));
-    for (const json& sample : page.at("samples")) {
-      after = sample.at("seq").get<int64_t>();
-      samples.emplace_back(after, sample.at("busbw_gbps").get<double>());
-    }
-    if (page.value("next_after", json()).is_null()) break;
-  }
+  forEachSample(port, run, 0, [&](const json& sample) {
+    samples.emplace_back(sample.at("seq").get<int64_t>(), sample.at("busbw_gbps").get<double>());
+  });
   std::vector<double> watched, unwatched;
   Alternation out;
   for (size_t w = 0; w + 1 < windows.size(); ++w) {  // the last window is the run's end
