@@ -519,22 +519,42 @@ TEST(ServerTest, ReadTimeoutClosesAStalledRequestOnAKeepAliveConnection) {
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
 }
 
+// Handlers that wait in it until release(): stuck, as on a store that does not answer. Counts
+// how many are waiting.
+class HandlerGate {
+ public:
+  void wait() {
+    ++waiting_;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+  int waiting() const { return waiting_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::atomic<int> waiting_{0};
+};
+
 // Handlers run on their own pool: with one I/O thread and two handlers stuck (as on a store
 // that does not answer), another API request and /healthz (answered on the I/O thread) still
 // get their answers, and the stuck ones theirs once they are released.
 TEST(ServerTest, StuckHandlersHoldNeitherTheSocketsNorTheOtherHandlers) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool released = false;
-  std::atomic<int> stuck{0};
+  HandlerGate gate;
   ServerOptions options;
   options.threads = 1;
   options.handler_threads = 3;
   auto server = startServer(options, [&](const api::Request& request) {
     if (request.target == "/v1/stuck") {
-      ++stuck;
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return released; });
+      gate.wait();
     }
     return echoHandler(request);
   });
@@ -545,17 +565,13 @@ TEST(ServerTest, StuckHandlersHoldNeitherTheSocketsNorTheOtherHandlers) {
     ASSERT_FALSE(
         client->send(bhttp::request<bhttp::string_body>{bhttp::verb::get, "/v1/stuck", 11}));
   }
-  ASSERT_TRUE(eventually([&] { return stuck == 2; }));
+  ASSERT_TRUE(eventually([&] { return gate.waiting() == 2; }));
 
   Client other(server->port());
   EXPECT_EQ(other.get("/v1/runs").result_int(), 200);
   EXPECT_EQ(other.get("/healthz").result_int(), 200);
-  EXPECT_EQ(stuck, 2);  // both still stuck while those were answered
-  {
-    std::lock_guard lock(mu);
-    released = true;
-  }
-  cv.notify_all();
+  EXPECT_EQ(gate.waiting(), 2);  // both still stuck while those were answered
+  gate.release();
   EXPECT_EQ(first.read().result_int(), 200);
   EXPECT_EQ(second.read().result_int(), 200);
 }
@@ -564,10 +580,7 @@ TEST(ServerTest, StuckHandlersHoldNeitherTheSocketsNorTheOtherHandlers) {
 // policy: each handler answers with the policy of the thread it ran on (sched_getscheduler on
 // its own thread id). A stuck bulk read leaves the other handlers free.
 TEST(ServerTest, BulkReadsRunOnTheirOwnLowPriorityThreads) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool released = false;
-  std::atomic<int> stuck{0};
+  HandlerGate gate;
   ServerOptions options;
   options.bulk_threads = 1;
   options.is_bulk = [](const api::Request& request) {
@@ -575,9 +588,7 @@ TEST(ServerTest, BulkReadsRunOnTheirOwnLowPriorityThreads) {
   };
   auto server = startServer(options, [&](const api::Request& request) {
     if (request.target == "/v1/bulk/stuck") {
-      ++stuck;
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return released; });
+      gate.wait();
     }
     const int policy = ::sched_getscheduler(static_cast<pid_t>(::syscall(SYS_gettid)));
     api::Response response;
@@ -595,13 +606,9 @@ TEST(ServerTest, BulkReadsRunOnTheirOwnLowPriorityThreads) {
   Client stuck_client(server->port());
   ASSERT_FALSE(stuck_client.send(
       bhttp::request<bhttp::string_body>{bhttp::verb::get, "/v1/bulk/stuck", 11}));
-  ASSERT_TRUE(eventually([&] { return stuck == 1; }));
+  ASSERT_TRUE(eventually([&] { return gate.waiting() == 1; }));
   EXPECT_EQ(client.get("/v1/runs").result_int(), 200);  // the only bulk thread is stuck
-  {
-    std::lock_guard lock(mu);
-    released = true;
-  }
-  cv.notify_all();
+  gate.release();
   EXPECT_EQ(stuck_client.read().result_int(), 200);
 }
 
